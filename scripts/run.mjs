@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// The README's entry points: `npm run demo`, `npm test`, `npm run bench`.
+// Each one first installs the workspace from the frozen lockfile with the pinned
+// pnpm (fetched by npx when it is not installed), so that a machine with only
+// Node 20 and npm needs no other step.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const PNPM = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).packageManager; // "pnpm@12.4.2"
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts });
+  if (r.error) throw r.error;
+  return r.status ?? 1;
+}
+
+function pnpmArgs(args) {
+  const v = spawnSync('pnpm', ['--version'], { encoding: 'utf8' });
+  if (!v.error && v.stdout.trim() === PNPM.split('@')[1]) return ['pnpm', args];
+  return ['npx', ['-y', PNPM, ...args]];
+}
+
+function install() {
+  const [cmd, args] = pnpmArgs(['install', '--frozen-lockfile', '--reporter=append-only']);
+  const status = run(cmd, args);
+  if (status !== 0) process.exit(status);
+}
+
+const [what = 'test', ...rest] = process.argv.slice(2);
+const scripts = { demo: 'demo/src/main.ts', test: 'scripts/test.ts', bench: 'test/bench/run.ts' };
+if (!(what in scripts)) {
+  console.error(`usage: node scripts/run.mjs demo|test|bench (got ${JSON.stringify(what)})`);
+  process.exit(2);
+}
+if (!process.env.RPCSCOPE_SKIP_INSTALL || !existsSync(join(root, 'node_modules'))) install();
+process.exit(run(process.execPath, ['--import', 'tsx', scripts[what], ...rest]));

@@ -1,0 +1,109 @@
+// The per-call record: everything the data plane learns about one call, handed
+// to the observer when the call starts and again when it ends. The proxy fills
+// it in as the call goes; nothing here is computed for metrics' sake alone.
+
+export type Direction = 'inbound' | 'outbound';
+export type Protocol = 'grpc' | 'grpc_web' | 'connect' | 'rest';
+export type Encoding = 'proto' | 'json' | 'text' | 'other';
+export type HttpVersion = '1.1' | '2';
+/** Who sent a reset (or, on HTTP/1.1, who closed the connection mid-call). */
+export type ResetSide = 'client' | 'upstream' | 'proxy';
+export type DeadlineHeader = 'grpc-timeout' | 'connect-timeout-ms';
+
+/** HTTP/1.1 has no RST_STREAM: a connection closed mid-call is recorded with this code. */
+export const CONNECTION_CLOSED = -1;
+
+export interface CallReset {
+  side: ResetSide;
+  /** HTTP/2 error code (RFC 9113 §7), or CONNECTION_CLOSED for an HTTP/1.1 connection closed mid-call. */
+  code: number;
+}
+
+export interface CallDeadline {
+  header: DeadlineHeader;
+  /** The header value as received; never used as a label. */
+  raw: string;
+  /** The budget in milliseconds, or undefined when the header could not be parsed. */
+  ms: number | undefined;
+}
+
+export interface CallRecord {
+  readonly id: number;
+  direction: Direction;
+  protocol: Protocol;
+  encoding: Encoding;
+  /** Whether the protocol frames the body as length-prefixed messages (gRPC family, Connect streaming). */
+  framed: boolean;
+  /** The HTTP version the caller spoke. */
+  httpVersion: HttpVersion;
+  /** The request's HTTP method (`GET`, `POST`, ...). */
+  httpMethod: string;
+  /** The request path without its query string; input for routing, never a label itself. */
+  path: string;
+  /** The downstream connection that carried the call. */
+  connectionId: number;
+
+  // Times are performance.now() milliseconds (monotonic).
+  /** Request headers received from the caller. */
+  startTime: number;
+  /** Response headers received from the upstream (undefined if none came). */
+  upstreamHeadersTime: number | undefined;
+  /** First complete response message seen (framed protocols). */
+  firstResponseMessageTime: number | undefined;
+  /** The upstream's response ended (END_STREAM, trailers, or body end). */
+  upstreamEndTime: number | undefined;
+  /** The response ended toward the caller, or the call was reset/abandoned. */
+  endTime: number;
+
+  requestBytes: number;
+  responseBytes: number;
+  requestMessages: number;
+  responseMessages: number;
+
+  /** HTTP status sent to the caller; 0 when the call ended without one. */
+  httpStatus: number;
+  /** gRPC status from trailers, a trailers-only header block or a gRPC-Web trailer frame. */
+  grpcStatus: number | undefined;
+  /** Connect error code string (`not_found`, ...) from an error body or end-stream message. */
+  connectCode: string | undefined;
+  /** Whether a Connect end-stream message was seen (streaming Connect; no error means OK). */
+  connectEndStream: boolean;
+  /** A reset (or HTTP/1.1 close) that ended the call before its response completed. */
+  reset: CallReset | undefined;
+  /** The upstream could not be reached (connect refused, DNS failure, TLS failure). */
+  upstreamUnreachable: boolean;
+  /** The deadline header the caller sent, if any. */
+  deadline: CallDeadline | undefined;
+  /** The sidecar's own deadline enforcement ended the call. */
+  deadlineEnforced: boolean;
+  /** The upstream endpoint the call was sent to, as `ip:port` (empty when none was picked). */
+  upstream: string;
+
+  /** Opaque slot for the observer: set in callStarted, read back in callEnded. */
+  observation: unknown;
+}
+
+export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | 'protocol' | 'encoding' | 'framed' | 'httpVersion' | 'httpMethod' | 'path' | 'connectionId' | 'startTime'>): CallRecord {
+  return {
+    id,
+    ...init,
+    upstreamHeadersTime: undefined,
+    firstResponseMessageTime: undefined,
+    upstreamEndTime: undefined,
+    endTime: 0,
+    requestBytes: 0,
+    responseBytes: 0,
+    requestMessages: 0,
+    responseMessages: 0,
+    httpStatus: 0,
+    grpcStatus: undefined,
+    connectCode: undefined,
+    connectEndStream: false,
+    reset: undefined,
+    upstreamUnreachable: false,
+    deadline: undefined,
+    deadlineEnforced: false,
+    upstream: '',
+    observation: undefined,
+  };
+}

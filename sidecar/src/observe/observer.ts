@@ -1,0 +1,53 @@
+// The one seam between the data plane and observation. The proxy calls these at
+// fixed points of a call's and a connection's life; metrics, traces and the
+// connection view plug in behind it. Disabled observation is the no-op object,
+// not an `if` on every call.
+import type { CallRecord, HttpVersion } from './call-record.ts';
+
+export type ConnectionSide = 'downstream' | 'upstream';
+export type GoawaySide = 'client' | 'upstream' | 'proxy';
+
+export interface ConnectionRecord {
+  readonly id: number;
+  side: ConnectionSide;
+  httpVersion: HttpVersion;
+  /** Remote address as `ip:port`. */
+  peer: string;
+  openTime: number;
+  closeTime: number;
+  /** Calls started on this connection so far. */
+  calls: number;
+  /** Calls in flight on this connection now. */
+  active: number;
+}
+
+export interface Observer {
+  callStarted(call: CallRecord): void;
+  callEnded(call: CallRecord): void;
+  connectionOpened(conn: ConnectionRecord): void;
+  connectionClosed(conn: ConnectionRecord): void;
+  /** A GOAWAY frame received from `side` (client or upstream) or sent by the proxy. */
+  goaway(side: GoawaySide, code: number): void;
+}
+
+export const noopObserver: Observer = {
+  callStarted() {},
+  callEnded() {},
+  connectionOpened() {},
+  connectionClosed() {},
+  goaway() {},
+};
+
+/** Fans every event out to several observers (metrics, traces, the connection view). */
+export function composeObservers(observers: Observer[]): Observer {
+  const list = observers.filter((o) => o !== noopObserver);
+  if (list.length === 0) return noopObserver;
+  if (list.length === 1) return list[0]!;
+  return {
+    callStarted: (c) => { for (const o of list) o.callStarted(c); },
+    callEnded: (c) => { for (const o of list) o.callEnded(c); },
+    connectionOpened: (c) => { for (const o of list) o.connectionOpened(c); },
+    connectionClosed: (c) => { for (const o of list) o.connectionClosed(c); },
+    goaway: (s, code) => { for (const o of list) o.goaway(s, code); },
+  };
+}
