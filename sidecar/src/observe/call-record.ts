@@ -46,6 +46,8 @@ export interface CallRecord {
   // Times are performance.now() milliseconds (monotonic).
   /** Request headers received from the caller. */
   startTime: number;
+  /** The request was sent on toward the upstream (undefined if it never was). */
+  upstreamStartTime: number | undefined;
   /** Response headers received from the upstream (undefined if none came). */
   upstreamHeadersTime: number | undefined;
   /** First complete response message seen (framed protocols). */
@@ -87,6 +89,7 @@ export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | '
   return {
     id,
     ...init,
+    upstreamStartTime: undefined,
     upstreamHeadersTime: undefined,
     firstResponseMessageTime: undefined,
     upstreamEndTime: undefined,

@@ -1,0 +1,140 @@
+// Settings come from flags, then RPCSCOPE_* environment variables, then the YAML
+// file named by --config, then the defaults — the first that sets a value wins.
+// Everything is validated once here; the result is frozen.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } from './parse-value.ts';
+import { SETTINGS, envName, type Flag, type Setting } from './schema.ts';
+
+export interface Config {
+  listen: HostPort;
+  upstream: UpstreamUrl;
+  grpcUpstream: UpstreamUrl | undefined;
+  admin: HostPort;
+  mode: 'inbound' | 'outbound';
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  upstreamCa: string | undefined;
+  drainTimeoutMs: number;
+  connectTimeoutMs: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+}
+
+export type CliResult = { kind: 'run'; config: Config } | { kind: 'help'; text: string };
+
+
+
+const ALL: readonly Setting[] = SETTINGS;
+const BY_FLAG = new Map<string, Setting>(ALL.map((s) => [s.flag, s]));
+
+function isBool(s: Setting): boolean {
+  return s.kind.type === 'bool';
+}
+
+/** Raw text per flag from argv; `--config` is returned apart. */
+function readArgs(argv: readonly string[]): { values: Map<string, string>; configFile: string | undefined; help: boolean } {
+  const values = new Map<string, string>();
+  let configFile: string | undefined;
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)}: settings are given as --flag value (see --help)`);
+    const eq = arg.indexOf('=');
+    const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
+    const setting = BY_FLAG.get(name);
+    if (name !== 'config' && !setting) throw new ConfigError(`unknown flag --${name} (see --help for the flags rpcscope takes)`);
+    let text: string;
+    if (eq >= 0) text = arg.slice(eq + 1);
+    else if (setting && isBool(setting) && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) text = 'true';
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new ConfigError(`--${name}: missing value`);
+      text = next;
+      i++;
+    }
+    if (name === 'config') configFile = text;
+    else values.set(name, text);
+  }
+  return { values, configFile, help };
+}
+
+function readFile(path: string): Map<string, string> {
+  let doc: unknown;
+  try {
+    doc = parseYaml(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`--config: cannot read ${path}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const values = new Map<string, string>();
+  if (doc === null || doc === undefined) return values;
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`--config: ${path} must be a mapping of setting: value`);
+  for (const [key, value] of Object.entries(doc)) {
+    if (!BY_FLAG.has(key)) throw new ConfigError(`--config: ${path}: unknown setting ${JSON.stringify(key)} (the keys are the flag names, e.g. listen, upstream)`);
+    if (value === null || typeof value === 'object') throw new ConfigError(`--config: ${path}: ${key} must be a single value`);
+    values.set(key, String(value));
+  }
+  return values;
+}
+
+export function helpText(): string {
+  const lines = [
+    'rpcscope — an HTTP/2-aware observability sidecar for gRPC, gRPC-Web, Connect and REST',
+    '',
+    'usage: rpcscope --upstream URL [flags]',
+    '',
+    'Each flag can also be set as the environment variable shown, or as a key of the',
+    'YAML file given by --config. Flags win, then the environment, then the file.',
+    '',
+    '  --config FILE'.padEnd(30) + 'YAML file of settings (keys are the flag names)',
+  ];
+  for (const s of ALL) {
+    const arg = s.kind.type === 'bool' ? '' : s.kind.type === 'enum' ? ' ' + s.kind.values.join('|') : ' ' + s.kind.type.toUpperCase();
+    const head = `  --${s.flag}${arg}`;
+    const dflt = 'default' in s ? ` (default ${s.default})` : '';
+    lines.push(`${head.padEnd(30)}${s.help}${dflt}`);
+    lines.push(`${''.padEnd(30)}env ${envName(s.flag)}`);
+  }
+  lines.push('  --help'.padEnd(30) + 'show this help');
+  return lines.join('\n') + '\n';
+}
+
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): CliResult {
+  const args = readArgs(argv);
+  if (args.help) return { kind: 'help', text: helpText() };
+  const configFile = args.configFile ?? env.RPCSCOPE_CONFIG;
+  const file = configFile ? readFile(configFile) : new Map<string, string>();
+  const values = new Map<Flag, Value | undefined>();
+  for (const s of ALL) {
+    const envText = env[envName(s.flag)];
+    const text = args.values.get(s.flag) ?? (envText !== undefined && envText !== '' ? envText : undefined) ?? file.get(s.flag) ?? s.default;
+    values.set(s.flag as Flag, text === undefined ? undefined : parseValue(s.flag, s.kind, text));
+  }
+  return { kind: 'run', config: toConfig(values) };
+}
+
+function toConfig(v: Map<Flag, Value | undefined>): Config {
+  const upstream = v.get('upstream') as UpstreamUrl | undefined;
+  if (!upstream) throw new ConfigError(`--upstream: missing: give the app's address, e.g. --upstream http://127.0.0.1:8080 (or ${envName('upstream')})`);
+  const tlsCert = v.get('tls-cert') as string | undefined;
+  const tlsKey = v.get('tls-key') as string | undefined;
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new ConfigError(tlsCert ? '--tls-key: missing: --tls-cert needs its private key' : '--tls-cert: missing: --tls-key needs its certificate');
+  }
+  return Object.freeze({
+    listen: v.get('listen') as HostPort,
+    upstream,
+    grpcUpstream: v.get('grpc-upstream') as UpstreamUrl | undefined,
+    admin: v.get('admin') as HostPort,
+    mode: v.get('mode') as Config['mode'],
+    tlsCert,
+    tlsKey,
+    upstreamCa: v.get('upstream-ca') as string | undefined,
+    drainTimeoutMs: v.get('drain-timeout') as number,
+    connectTimeoutMs: v.get('connect-timeout') as number,
+    logLevel: v.get('log-level') as Config['logLevel'],
+  });
+}

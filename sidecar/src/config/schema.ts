@@ -1,0 +1,42 @@
+// Every setting of the sidecar, in one table: its flag, kind, default and help.
+// The same table drives --help, RPCSCOPE_* environment variables, the YAML file's
+// keys and validation, so a setting cannot exist in one place and not another.
+
+export type Kind =
+  | { type: 'hostport' }
+  | { type: 'url' }
+  | { type: 'enum'; values: readonly string[] }
+  | { type: 'duration' }
+  | { type: 'int'; min: number; max: number }
+  | { type: 'bool' }
+  | { type: 'file' }
+  | { type: 'dir' }
+  | { type: 'string' };
+
+export interface Setting {
+  flag: string;
+  kind: Kind;
+  /** Default as the user would write it; undefined when the setting is optional. */
+  default?: string;
+  help: string;
+}
+
+export const SETTINGS = [
+  { flag: 'listen', kind: { type: 'hostport' }, default: '0.0.0.0:15001', help: 'address the proxy listens on (HTTP/1.1 and HTTP/2, cleartext or TLS)' },
+  { flag: 'upstream', kind: { type: 'url' }, help: 'where calls go: http://host:port or https://host:port (required)' },
+  { flag: 'grpc-upstream', kind: { type: 'url' }, help: 'where gRPC, gRPC-Web and Connect calls go instead of --upstream' },
+  { flag: 'admin', kind: { type: 'hostport' }, default: '0.0.0.0:15090', help: 'admin address: /metrics, /healthz, /readyz' },
+  { flag: 'mode', kind: { type: 'enum', values: ['inbound', 'outbound'] }, default: 'inbound', help: 'inbound: in front of this pod\'s app; outbound: the app\'s calls to another service' },
+  { flag: 'tls-cert', kind: { type: 'file' }, help: 'PEM certificate: serve TLS (ALPN h2 and http/1.1) on --listen' },
+  { flag: 'tls-key', kind: { type: 'file' }, help: 'PEM private key for --tls-cert' },
+  { flag: 'upstream-ca', kind: { type: 'file' }, help: 'PEM CA bundle to verify an https:// upstream (default: the system CAs)' },
+  { flag: 'drain-timeout', kind: { type: 'duration' }, default: '20s', help: 'on SIGTERM, how long calls in flight may take to finish' },
+  { flag: 'connect-timeout', kind: { type: 'duration' }, default: '5s', help: 'how long connecting to the upstream may take' },
+  { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
+] as const satisfies readonly Setting[];
+
+export type Flag = (typeof SETTINGS)[number]['flag'];
+
+export function envName(flag: string): string {
+  return 'RPCSCOPE_' + flag.toUpperCase().replace(/-/g, '_');
+}

@@ -1,0 +1,129 @@
+// The proxy's listening port: one TCP (or TLS) listener whose connections are
+// handed to an HTTP/1.1 or an HTTP/2 server — by the first bytes in cleartext, by
+// ALPN under TLS — so that every client finds the sidecar on one port.
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import tls from 'node:tls';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { HostPort } from '../config/parse-value.ts';
+import type { ConnectionRecord } from '../observe/observer.ts';
+import type { ProxyContext } from '../proxy/context.ts';
+import { now } from '../proxy/call.ts';
+import { forwardH1 } from '../proxy/forward-h1.ts';
+import { forwardH2 } from '../proxy/forward-h2.ts';
+import { forwardUpgrade } from '../proxy/forward-upgrade.ts';
+import { sniffHttpVersion } from './sniff.ts';
+
+const CONN = Symbol('rpcscope.downstreamConnection');
+type Tracked = { [CONN]?: ConnectionRecord };
+
+const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
+const SESSION_WINDOW = 16 * 1024 * 1024;
+
+export class ProxyListener {
+  private readonly server: net.Server;
+  private readonly h1: http.Server;
+  private readonly h2: http2.Http2Server;
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
+  private draining = false;
+
+  constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
+    const isDraining = (): boolean => this.draining;
+    // Streams and long polls may last hours: no request timeout of our own.
+    this.h1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 });
+    this.h1.on('request', (req, res) => forwardH1(ctx, this.connectionOf(req.socket), req, res, isDraining));
+    this.h1.on('upgrade', (req, socket, head) => forwardUpgrade(ctx, this.connectionOf(req.socket), req, socket, head));
+    this.h1.on('clientError', (err: Error & { code?: string }, socket) => {
+      ctx.log.debug('bad HTTP/1.1 request', { error: err.code ?? err.message });
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      else socket.destroy();
+    });
+
+    this.h2 = http2.createServer({ settings: H2_SETTINGS });
+    this.h2.on('session', (session) => this.trackSession(session));
+    this.h2.on('stream', (stream, headers) => forwardH2(ctx, this.connectionOf(stream.session?.socket), stream, headers));
+
+    const { tlsCert, tlsKey } = ctx.config;
+    if (tlsCert && tlsKey) {
+      this.server = tls.createServer({ cert: readFileSync(tlsCert), key: readFileSync(tlsKey), ALPNProtocols: ['h2', 'http/1.1'] });
+      this.server.on('secureConnection', (socket: tls.TLSSocket) => this.hand(socket, socket.alpnProtocol === 'h2'));
+      this.server.on('tlsClientError', (err) => ctx.log.debug('TLS handshake failed', { error: err.message }));
+    } else {
+      this.server = net.createServer((socket) => sniffHttpVersion(socket, (h2) => this.hand(socket, h2)));
+    }
+  }
+
+  listen(at: HostPort): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(at.port, at.host, () => {
+        this.server.off('error', reject);
+        resolve(this.server.address() as AddressInfo);
+      });
+    });
+  }
+
+  private connectionOf(socket: unknown): ConnectionRecord {
+    return (socket as Tracked)[CONN]!;
+  }
+
+  private hand(socket: net.Socket, h2: boolean): void {
+    const conn: ConnectionRecord = {
+      id: this.nextConnId(),
+      side: 'downstream',
+      httpVersion: h2 ? '2' : '1.1',
+      peer: `${socket.remoteAddress}:${socket.remotePort}`,
+      openTime: now(),
+      closeTime: 0,
+      calls: 0,
+      active: 0,
+    };
+    (socket as Tracked)[CONN] = conn;
+    socket.on('error', () => {});
+    this.ctx.observer.connectionOpened(conn);
+    socket.once('close', () => {
+      conn.closeTime = now();
+      this.ctx.observer.connectionClosed(conn);
+    });
+    if (h2) {
+      this.h2.emit('connection', socket);
+    } else {
+      this.h1.emit('connection', socket);
+      socket.resume();
+    }
+  }
+
+  private trackSession(session: http2.ServerHttp2Session): void {
+    this.sessions.add(session);
+    session.on('error', () => {});
+    session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+    session.on('goaway', (code) => this.ctx.observer.goaway('client', code));
+    session.once('close', () => this.sessions.delete(session));
+    if (this.draining) this.goaway(session);
+  }
+
+  private goaway(session: http2.ServerHttp2Session): void {
+    if (session.closed || session.destroyed) return;
+    this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_NO_ERROR);
+    // close() sends GOAWAY and lets the streams in flight finish.
+    session.close();
+  }
+
+  /** Stop accepting; ask HTTP/2 clients to go (GOAWAY) and HTTP/1.1 clients to close. */
+  drain(): Promise<void> {
+    this.draining = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const session of this.sessions) this.goaway(session);
+    this.h1.closeIdleConnections();
+    return closed;
+  }
+
+  /** End whatever is still open (after the drain timeout). */
+  destroy(): void {
+    for (const session of this.sessions) session.destroy();
+    this.h1.closeAllConnections();
+    this.server.close();
+  }
+}

@@ -1,0 +1,25 @@
+// Which HTTP a cleartext connection speaks, from its first bytes: HTTP/2 with
+// prior knowledge opens with the connection preface (RFC 9113 §3.4), which no
+// HTTP/1.1 request line can start with.
+import type { Socket } from 'node:net';
+
+export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+
+/**
+ * Reads just enough of the socket to decide, puts the bytes back, and calls
+ * `decide` once with the socket paused. A socket that closes first is dropped.
+ */
+export function sniffHttpVersion(socket: Socket, decide: (h2: boolean) => void): void {
+  let seen: Buffer = Buffer.alloc(0);
+  const onData = (chunk: Buffer): void => {
+    seen = seen.length ? Buffer.concat([seen, chunk]) : chunk;
+    const n = Math.min(seen.length, H2_PREFACE.length);
+    const prefixMatches = seen.compare(H2_PREFACE, 0, n, 0, n) === 0;
+    if (prefixMatches && n < H2_PREFACE.length) return;
+    socket.removeListener('data', onData);
+    socket.pause();
+    socket.unshift(seen);
+    decide(prefixMatches);
+  };
+  socket.on('data', onData);
+}

@@ -1,0 +1,82 @@
+// Reads a call's facts off the bytes as they pass, without holding them: body
+// sizes, message counts, and the status from wherever the protocol puts it —
+// trailers, a trailers-only header block, the gRPC-Web trailer frame in the body,
+// the Connect end-stream message or the Connect unary error body.
+import type { CallRecord } from '../observe/call-record.ts';
+import { MessageCounter, connectErrorCode, grpcStatusFromTrailerFrame, parseStatus } from './message-framing.ts';
+
+/** A Connect unary error body larger than this is not read for its code. */
+const MAX_ERROR_BODY = 64 * 1024;
+
+type HeaderValue = string | string[] | number | undefined;
+type Headers = Record<string, HeaderValue>;
+
+function first(v: HeaderValue): string | undefined {
+  if (v === undefined) return undefined;
+  return Array.isArray(v) ? v[0] : String(v);
+}
+
+export class CallTap {
+  private readonly requestCounter: MessageCounter | undefined;
+  private readonly responseCounter: MessageCounter | undefined;
+  private errorBody: Buffer[] | undefined;
+  private errorBodyBytes = 0;
+
+  constructor(private readonly call: CallRecord, base64: boolean, now: () => number) {
+    if (call.framed) {
+      this.requestCounter = MessageCounter.forProtocol(call.protocol, base64);
+      this.responseCounter = MessageCounter.forProtocol(call.protocol, base64, () => {
+        call.firstResponseMessageTime = now();
+      });
+    }
+  }
+
+  requestData(chunk: Buffer): void {
+    this.call.requestBytes += chunk.length;
+    this.requestCounter?.push(chunk);
+  }
+
+  responseHeaders(status: number, headers: Headers): void {
+    this.call.httpStatus = status;
+    // A trailers-only response (gRPC) or a gRPC-Web error carries the status in the headers.
+    const grpcStatus = parseStatus(first(headers['grpc-status']));
+    if (grpcStatus !== undefined) this.call.grpcStatus = grpcStatus;
+    if (this.call.protocol === 'connect' && !this.call.framed && status !== 200) this.errorBody = [];
+  }
+
+  responseData(chunk: Buffer): void {
+    this.call.responseBytes += chunk.length;
+    this.responseCounter?.push(chunk);
+    if (this.errorBody && this.errorBodyBytes < MAX_ERROR_BODY) {
+      this.errorBody.push(chunk);
+      this.errorBodyBytes += chunk.length;
+    }
+  }
+
+  responseTrailers(trailers: Headers): void {
+    const grpcStatus = parseStatus(first(trailers['grpc-status']));
+    if (grpcStatus !== undefined) this.call.grpcStatus = grpcStatus;
+  }
+
+  /** Settle what the bytes said, once the call has ended. */
+  finish(): void {
+    const call = this.call;
+    if (this.requestCounter) call.requestMessages = this.requestCounter.messages;
+    const rc = this.responseCounter;
+    if (rc) {
+      call.responseMessages = rc.messages;
+      if (rc.endFrame && rc.endFrameKind === 'grpc_web_trailers') {
+        const s = grpcStatusFromTrailerFrame(rc.endFrame);
+        if (s !== undefined) call.grpcStatus = s;
+      } else if (rc.endFrame && rc.endFrameKind === 'connect_end_stream') {
+        call.connectEndStream = true;
+        const code = connectErrorCode(rc.endFrame, true);
+        call.connectCode = code === null ? 'unknown' : code;
+      }
+    }
+    if (this.errorBody && this.errorBodyBytes <= MAX_ERROR_BODY) {
+      const code = connectErrorCode(Buffer.concat(this.errorBody), false);
+      if (typeof code === 'string') call.connectCode = code;
+    }
+  }
+}

@@ -1,0 +1,143 @@
+// Length-prefixed message framing, counted on the fly as chunks pass through:
+// nothing is buffered but a 5-byte header and, for the one frame that carries a
+// status, its payload.
+//
+// Envelope (gRPC PROTOCOL-HTTP2.md "Length-Prefixed-Message"; gRPC-Web and Connect
+// use the same): 1 flag byte, 4-byte big-endian length, then the payload.
+// - gRPC-Web (PROTOCOL-WEB.md): flag bit 0x80 marks the trailer frame, whose payload
+//   is HTTP/1-style header lines (`grpc-status:0\r\n`).
+// - Connect streaming (connectrpc.com/docs/protocol): flag bit 0x02 marks the
+//   end-stream message, a JSON object with an optional `error`.
+// - gRPC-Web text mode sends the same bytes base64-encoded, possibly as several
+//   padded base64 runs one after another.
+
+const GRPC_WEB_TRAILER_FLAG = 0x80;
+const CONNECT_END_STREAM_FLAG = 0x02;
+/** A status frame larger than this is not a status frame we will read. */
+const MAX_END_FRAME_BYTES = 64 * 1024;
+
+export type EndFrameKind = 'grpc_web_trailers' | 'connect_end_stream';
+
+export class MessageCounter {
+  /** Complete data messages seen (status frames excluded). */
+  messages = 0;
+  /** Payload of the trailer / end-stream frame, once complete. */
+  endFrame: Buffer | undefined;
+  endFrameKind: EndFrameKind | undefined;
+
+  private readonly endFlag: number;
+  private readonly onFirstMessage: (() => void) | undefined;
+  private readonly header = Buffer.alloc(5);
+  private headerFill = 0;
+  /** Payload bytes left in the current frame; -1 while reading a header. */
+  private remaining = -1;
+  private flags = 0;
+  private capture: Buffer[] | undefined;
+  private base64Carry = '';
+
+  /**
+   * @param endFlag the flag bit that marks a status frame for this protocol (0 for plain gRPC)
+   * @param base64 the body is gRPC-Web text (base64)
+   */
+  constructor(endFlag: number, private readonly base64: boolean, onFirstMessage?: () => void) {
+    this.endFlag = endFlag;
+    this.onFirstMessage = onFirstMessage;
+  }
+
+  static forProtocol(protocol: string, base64: boolean, onFirstMessage?: () => void): MessageCounter {
+    const flag = protocol === 'grpc_web' ? GRPC_WEB_TRAILER_FLAG : protocol === 'connect' ? CONNECT_END_STREAM_FLAG : 0;
+    return new MessageCounter(flag, base64, onFirstMessage);
+  }
+
+  push(chunk: Buffer): void {
+    if (this.base64) {
+      const text = this.base64Carry + chunk.toString('latin1');
+      const usable = text.length - (text.length % 4);
+      this.base64Carry = text.slice(usable);
+      if (usable === 0) return;
+      // Each 4-character group decodes on its own, so padded runs back to back are fine.
+      this.consume(Buffer.from(text.slice(0, usable), 'base64'));
+      return;
+    }
+    this.consume(chunk);
+  }
+
+  private consume(buf: Buffer): void {
+    let i = 0;
+    const n = buf.length;
+    while (i < n) {
+      if (this.remaining < 0) {
+        const take = Math.min(5 - this.headerFill, n - i);
+        buf.copy(this.header, this.headerFill, i, i + take);
+        this.headerFill += take;
+        i += take;
+        if (this.headerFill < 5) return;
+        this.headerFill = 0;
+        this.flags = this.header[0]!;
+        this.remaining = this.header.readUInt32BE(1);
+        this.capture = this.isEndFrame() && this.remaining <= MAX_END_FRAME_BYTES ? [] : undefined;
+        if (this.remaining === 0) this.frameDone();
+        continue;
+      }
+      const take = Math.min(this.remaining, n - i);
+      if (this.capture) this.capture.push(buf.subarray(i, i + take));
+      this.remaining -= take;
+      i += take;
+      if (this.remaining === 0) this.frameDone();
+    }
+  }
+
+  private isEndFrame(): boolean {
+    return this.endFlag !== 0 && (this.flags & this.endFlag) !== 0;
+  }
+
+  private frameDone(): void {
+    this.remaining = -1;
+    if (this.isEndFrame()) {
+      if (this.capture) {
+        this.endFrame = Buffer.concat(this.capture);
+        this.endFrameKind = this.endFlag === GRPC_WEB_TRAILER_FLAG ? 'grpc_web_trailers' : 'connect_end_stream';
+      }
+      this.capture = undefined;
+      return;
+    }
+    this.messages++;
+    if (this.messages === 1 && this.onFirstMessage) this.onFirstMessage();
+  }
+}
+
+/** `grpc-status` from a gRPC-Web trailer frame's header lines, or undefined. */
+export function grpcStatusFromTrailerFrame(payload: Buffer): number | undefined {
+  const text = payload.toString('latin1');
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon < 0) continue;
+    if (line.slice(0, colon).trim().toLowerCase() === 'grpc-status') return parseStatus(line.slice(colon + 1).trim());
+  }
+  return undefined;
+}
+
+/** A status header value as a number, when it is one (0–16 are defined; others pass as numbers). */
+export function parseStatus(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d{1,3}$/.test(value)) return undefined;
+  return Number(value);
+}
+
+/**
+ * The error code string of a Connect end-stream message (`{"error":{"code":"not_found"}}`)
+ * or of a Connect unary error body (`{"code":"not_found","message":"..."}`); undefined when
+ * the JSON carries no error, `null` when it is not valid JSON.
+ */
+export function connectErrorCode(json: Buffer, endStream: boolean): string | undefined | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json.toString('utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const holder = endStream ? (parsed as { error?: unknown }).error : parsed;
+  if (holder === undefined || holder === null) return undefined;
+  const code = (holder as { code?: unknown }).code;
+  return typeof code === 'string' ? code : endStream ? 'unknown' : null;
+}

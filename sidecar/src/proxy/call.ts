@@ -1,0 +1,71 @@
+// One call's life in the proxy: its record opened when the request headers
+// arrive, its connection's counters, and exactly one end however it ends.
+import { performance } from 'node:perf_hooks';
+import type { UpstreamUrl } from '../config/parse-value.ts';
+import { newCallRecord, type CallRecord, type CallReset, type HttpVersion } from '../observe/call-record.ts';
+import type { ConnectionRecord } from '../observe/observer.ts';
+import { CallTap } from '../protocol/call-tap.ts';
+import { readDeadline } from '../protocol/deadline-header.ts';
+import type { Detected } from '../protocol/detect.ts';
+import type { ProxyContext } from './context.ts';
+
+export const now = (): number => performance.now();
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+export class Call {
+  readonly record: CallRecord;
+  readonly tap: CallTap;
+  readonly target: UpstreamUrl;
+  private ended = false;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly conn: ConnectionRecord,
+    detected: Detected,
+    httpVersion: HttpVersion,
+    httpMethod: string,
+    path: string,
+    headers: HeaderBag,
+  ) {
+    const record = newCallRecord(ctx.nextCallId(), {
+      direction: ctx.config.mode,
+      protocol: detected.protocol,
+      encoding: detected.encoding,
+      framed: detected.framed,
+      httpVersion,
+      httpMethod,
+      path,
+      connectionId: conn.id,
+      startTime: now(),
+    });
+    record.deadline = readDeadline(detected.protocol, headers);
+    this.record = record;
+    this.tap = new CallTap(record, detected.base64, now);
+    const grpcFamily = detected.protocol !== 'rest';
+    this.target = (grpcFamily && ctx.config.grpcUpstream) || ctx.config.upstream;
+    conn.calls++;
+    conn.active++;
+    ctx.inflight.add(this);
+    ctx.observer.callStarted(record);
+  }
+
+  /** The request went on to the upstream at `peer` (`ip:port`). */
+  sent(peer: string): void {
+    this.record.upstreamStartTime = now();
+    this.record.upstream = peer;
+  }
+
+  /** End the call once, with the reset that ended it if any. */
+  end(reset?: CallReset): void {
+    if (this.ended) return;
+    this.ended = true;
+    const r = this.record;
+    r.endTime = now();
+    if (reset && !r.reset) r.reset = reset;
+    this.tap.finish();
+    this.conn.active--;
+    this.ctx.inflight.delete(this);
+    this.ctx.observer.callEnded(r);
+  }
+}

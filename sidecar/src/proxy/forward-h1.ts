@@ -1,0 +1,118 @@
+// An HTTP/1.1 call forwarded over HTTP/1.1 to the upstream: the caller's HTTP
+// version is kept, bodies stream with backpressure, trailers of chunked
+// responses pass through, and a connection closed mid-call on either side is
+// closed on the other.
+import http from 'node:http';
+import https from 'node:https';
+import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import type { ConnectionRecord } from '../observe/observer.ts';
+import { detect } from '../protocol/detect.ts';
+import { GrpcCode } from '../protocol/status-codes.ts';
+import { Call, now } from './call.ts';
+import type { ProxyContext } from './context.ts';
+import { H1AgentPool } from './h1-agent-pool.ts';
+import { filterRawHeaders } from './hop-by-hop.ts';
+import { localReply } from './local-reply.ts';
+
+function headerText(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Raw trailer pairs as `res.addTrailers` takes them. */
+function trailerPairs(raw: string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!, raw[i + 1]!]);
+  return out;
+}
+
+export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, draining: () => boolean): void {
+  const method = req.method ?? 'GET';
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const contentType = req.headers['content-type'];
+  const detected = detect(method, contentType, headerText(req.headers['connect-protocol-version']), q < 0 ? '' : url.slice(q + 1));
+  const call = new Call(ctx, conn, detected, '1.1', method, q < 0 ? url : url.slice(0, q), req.headers);
+  const { record, tap, target } = call;
+  // No date header of our own: the caller sees the upstream's headers, no more.
+  res.sendDate = false;
+  if (draining()) res.shouldKeepAlive = false;
+
+  let upstreamOpened = false;
+  let closedByUpstream = false;
+
+  const upReq = (target.tls ? https : http).request({
+    host: target.host,
+    port: target.port,
+    method,
+    path: url,
+    headers: filterRawHeaders(req.rawHeaders),
+    agent: ctx.h1.get(target),
+    setHost: false,
+    ...(target.tls ? { servername: target.host } : {}),
+  });
+  call.sent(target.authority);
+  upReq.on('socket', (socket) => {
+    const upConn = H1AgentPool.connectionOf(socket);
+    if (!upConn) return;
+    const counted = (): void => {
+      upstreamOpened = true;
+      record.upstream = upConn.peer;
+      upConn.calls++;
+      upConn.active++;
+      upReq.once('close', () => upConn.active--);
+    };
+    // A reused keep-alive socket is already connected; a new one is not yet.
+    if (socket.readyState === 'open' && !socket.connecting) counted();
+    else socket.once(target.tls ? 'secureConnect' : 'connect', counted);
+  });
+
+  req.on('data', (chunk: Buffer) => tap.requestData(chunk));
+  req.pipe(upReq);
+
+  upReq.on('response', (upRes) => {
+    record.upstreamHeadersTime = now();
+    const status = upRes.statusCode ?? 502;
+    tap.responseHeaders(status, upRes.headers);
+    res.writeHead(status, upRes.statusMessage, filterRawHeaders(upRes.rawHeaders));
+    // Headers go out now, not with the first body byte: server-sent events and
+    // long polls must see them at once.
+    res.flushHeaders();
+    upRes.on('data', (chunk: Buffer) => tap.responseData(chunk));
+    upRes.pipe(res, { end: false });
+    upRes.on('end', () => {
+      record.upstreamEndTime = now();
+      if (upRes.rawTrailers.length) {
+        tap.responseTrailers(upRes.trailers);
+        res.addTrailers(trailerPairs(filterRawHeaders(upRes.rawTrailers)));
+      }
+      res.end();
+    });
+    upRes.on('aborted', () => {
+      // The upstream closed its connection mid-response: the caller must not take a
+      // truncated body for a whole one, so its connection is closed too.
+      closedByUpstream = true;
+      res.destroy();
+    });
+    upRes.on('error', () => {});
+  });
+
+  upReq.on('error', (err: Error & { code?: string }) => {
+    if (res.headersSent) {
+      closedByUpstream = true;
+      res.destroy();
+      return;
+    }
+    if (!upstreamOpened) record.upstreamUnreachable = true;
+    const r = localReply(detected.protocol, detected.framed, contentType, upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
+    tap.responseHeaders(r.status, r.headers);
+    if (r.body) tap.responseData(r.body);
+    res.writeHead(r.status, { ...r.headers, ...(r.body ? { 'content-length': r.body.length } : { 'content-length': 0 }) });
+    res.end(r.body);
+  });
+
+  res.on('close', () => {
+    if (res.writableFinished) return call.end();
+    upReq.destroy();
+    call.end({ side: closedByUpstream ? 'upstream' : 'client', code: CONNECTION_CLOSED });
+  });
+}

@@ -1,0 +1,155 @@
+// An HTTP/2 call forwarded over an HTTP/2 session to the upstream, frame for
+// frame: headers, data with backpressure both ways, trailers (and trailers-only
+// responses), and resets with their codes in both directions.
+import http2 from 'node:http2';
+import type { CallReset } from '../observe/call-record.ts';
+import type { ConnectionRecord } from '../observe/observer.ts';
+import { detect } from '../protocol/detect.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { GrpcCode } from '../protocol/status-codes.ts';
+import { Call, now } from './call.ts';
+import type { ProxyContext } from './context.ts';
+import { filterH2Headers } from './hop-by-hop.ts';
+import { localReply, type LocalCode } from './local-reply.ts';
+import type { PooledSession } from './h2-session-pool.ts';
+
+const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
+const ignore = (): void => {};
+
+// Node's respond() also takes `sendDate`, which its type definitions leave out.
+// Off: the caller sees the upstream's headers, not a date header of our own.
+type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
+const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
+const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
+const WITH_BODY: RespondOptions = { sendDate: false };
+
+function headerText(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  // Failures surface as 'close' with rstCode; an unheard 'error' would crash the process.
+  stream.on('error', ignore);
+  const method = headers[':method'] ?? 'GET';
+  const path = headers[':path'] ?? '/';
+  const q = path.indexOf('?');
+  const contentType = headers['content-type'];
+  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
+  const call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
+  const { record, tap, target } = call;
+
+  let pooled: PooledSession;
+  let up: http2.ClientHttp2Stream | undefined;
+  let responded = false;
+  let responseDone = false;
+  let upstreamComplete = false;
+  let trailers: http2.IncomingHttpHeaders | undefined;
+  /** Why the proxy closed the downstream stream, when it did. */
+  let closedBy: CallReset | undefined;
+
+  const reply = (code: LocalCode, message: string): void => {
+    if (responded || stream.destroyed) return;
+    const r = localReply(detected.protocol, detected.framed, contentType, code, message);
+    responded = true;
+    responseDone = true;
+    tap.responseHeaders(r.status, r.headers);
+    if (r.body) tap.responseData(r.body);
+    stream.respond({ ':status': r.status, ...r.headers }, r.body ? WITH_BODY : TRAILERS_ONLY);
+    if (r.body) stream.end(r.body);
+    // The client may still be sending: it has its answer, so let the rest drain away.
+    if (!stream.readableEnded) stream.resume();
+  };
+
+  stream.on('close', () => {
+    if (responseDone) return call.end();
+    if (closedBy) return call.end(closedBy);
+    // The client reset the stream (or its connection died) before the response ended.
+    const code = stream.rstCode ?? Http2Error.CANCEL;
+    if (up && !up.closed && !up.destroyed) up.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
+    call.end({ side: 'client', code });
+  });
+
+  const requestHeaders: http2.OutgoingHttpHeaders = {
+    ':method': method,
+    ':path': path,
+    ':scheme': target.tls ? 'https' : 'http',
+    ':authority': headers[':authority'] ?? target.authority,
+  };
+  filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
+  const endStream = stream.endAfterHeaders;
+  try {
+    pooled = ctx.h2.get(target);
+    up = pooled.session.request(requestHeaders, { endStream });
+  } catch (err) {
+    record.upstreamUnreachable = true;
+    reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${(err as Error).message}`);
+    return;
+  }
+  const upstream = up;
+  call.sent(pooled.conn.peer);
+  pooled.conn.calls++;
+  pooled.conn.active++;
+
+  if (!endStream) {
+    stream.on('data', (chunk: Buffer) => tap.requestData(chunk));
+    stream.pipe(upstream);
+  }
+
+  let upstreamError: (Error & { code?: string }) | undefined;
+  upstream.on('error', (err) => {
+    upstreamError = err;
+  });
+  upstream.on('response', (h, flags) => {
+    record.upstreamHeadersTime = now();
+    const status = Number(h[':status']);
+    tap.responseHeaders(status, h);
+    if (stream.destroyed) return;
+    const out: http2.OutgoingHttpHeaders = { ':status': status };
+    filterH2Headers(h, out as Record<string, string | string[]>);
+    const trailersOnly = (flags & END_STREAM) !== 0;
+    responded = true;
+    if (trailersOnly) responseDone = true;
+    stream.respond(out, trailersOnly ? TRAILERS_ONLY : WITH_TRAILERS);
+  });
+  upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
+  upstream.pipe(stream, { end: false });
+  upstream.on('trailers', (t) => {
+    trailers = t;
+    tap.responseTrailers(t);
+  });
+  upstream.on('end', () => {
+    upstreamComplete = true;
+    record.upstreamEndTime = now();
+    if (responded && !responseDone && !stream.destroyed) stream.end();
+  });
+  stream.on('wantTrailers', () => {
+    const out: http2.OutgoingHttpHeaders = {};
+    if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
+    responseDone = true;
+    stream.sendTrailers(out);
+  });
+
+  upstream.on('close', () => {
+    pooled.conn.active--;
+    if (stream.destroyed || stream.closed) return;
+    const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
+    if (upstreamComplete && responded) {
+      // The response is whole; a reset now only stops the request side (RFC 9113 §8.1).
+      if (!stream.readableEnded) stream.once('wantTrailers', () => setImmediate(() => stream.close(code)));
+      return;
+    }
+    if (!responded) {
+      if (!pooled.connected) {
+        record.upstreamUnreachable = true;
+        return reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${upstreamError?.code ?? upstreamError?.message ?? 'connection failed'}`);
+      }
+      if (upstreamError?.code === 'ERR_HTTP2_GOAWAY_SESSION') {
+        // The upstream went away before taking this stream: safe for the client to retry.
+        closedBy = { side: 'upstream', code: Http2Error.REFUSED_STREAM };
+        return stream.close(Http2Error.REFUSED_STREAM);
+      }
+    }
+    closedBy = { side: 'upstream', code };
+    stream.close(code);
+  });
+}

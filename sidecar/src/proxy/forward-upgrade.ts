@@ -1,0 +1,75 @@
+// HTTP/1.1 upgrades (WebSocket): the hand-shake goes to the upstream as it came,
+// then the two sockets are joined byte for byte until either side closes.
+import net from 'node:net';
+import tls from 'node:tls';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import type { ConnectionRecord } from '../observe/observer.ts';
+import { detect } from '../protocol/detect.ts';
+import { Call, now } from './call.ts';
+import type { ProxyContext } from './context.ts';
+import { filterRawHeaders } from './hop-by-hop.ts';
+
+export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  const method = req.method ?? 'GET';
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const call = new Call(ctx, conn, detect(method, req.headers['content-type'], undefined, ''), '1.1', method, q < 0 ? url : url.slice(0, q), req.headers);
+  const { record, tap, target } = call;
+
+  const upstream = target.tls ? tls.connect({ host: target.host, port: target.port, servername: target.host, ALPNProtocols: ['http/1.1'] }) : net.connect(target.port, target.host);
+  call.sent(target.authority);
+  let connected = false;
+  let switched = false;
+  let closer: 'client' | 'upstream' | undefined;
+
+  upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
+    connected = true;
+    if (upstream.remoteAddress) record.upstream = `${upstream.remoteAddress}:${upstream.remotePort}`;
+    const raw = filterRawHeaders(req.rawHeaders, true);
+    let text = `${method} ${url} HTTP/1.1\r\n`;
+    for (let i = 0; i < raw.length; i += 2) text += `${raw[i]}: ${raw[i + 1]}\r\n`;
+    upstream.write(text + '\r\n');
+    if (head.length) {
+      tap.requestData(head);
+      upstream.write(head);
+    }
+    socket.pipe(upstream);
+  });
+  upstream.once('data', (chunk: Buffer) => {
+    record.upstreamHeadersTime = now();
+    const m = /^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString('latin1'));
+    const status = m ? Number(m[1]) : 502;
+    tap.responseHeaders(status, {});
+    switched = status === 101;
+  });
+  socket.on('data', (chunk: Buffer) => tap.requestData(chunk));
+  upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
+  upstream.pipe(socket);
+
+  socket.on('error', () => {});
+  upstream.on('error', (err: Error & { code?: string }) => {
+    if (connected) return;
+    record.upstreamUnreachable = true;
+    tap.responseHeaders(503, {});
+    socket.end(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 0\r\nx-rpcscope-error: ${err.code ?? 'connect failed'}\r\n\r\n`);
+  });
+  socket.on('close', () => {
+    closer ??= 'client';
+    upstream.destroy();
+  });
+  upstream.on('close', () => {
+    closer ??= 'upstream';
+    record.upstreamEndTime = now();
+    socket.end();
+  });
+  // A WebSocket ends when either side closes: that is its normal end, not a reset.
+  // A hand-shake cut before the upstream answered is.
+  const finish = (): void => {
+    if (switched || record.httpStatus !== 0) call.end();
+    else call.end({ side: closer ?? 'client', code: CONNECTION_CLOSED });
+  };
+  socket.once('close', finish);
+  upstream.once('close', () => setImmediate(finish));
+}

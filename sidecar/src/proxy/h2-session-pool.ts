@@ -1,0 +1,92 @@
+// HTTP/2 sessions toward upstreams: one live session per upstream address,
+// replaced as soon as it is going away, so that new calls never land on a
+// session the upstream has told to stop.
+import http2 from 'node:http2';
+import { readFileSync } from 'node:fs';
+import type { UpstreamUrl } from '../config/parse-value.ts';
+import type { Logger } from '../log.ts';
+import type { ConnectionRecord, Observer } from '../observe/observer.ts';
+import { now } from './call.ts';
+
+// Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one
+// round trip; nghttp2 still applies backpressure stream by stream.
+const SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
+const SESSION_WINDOW = 16 * 1024 * 1024;
+
+export interface PooledSession {
+  readonly session: http2.ClientHttp2Session;
+  readonly conn: ConnectionRecord;
+  /** The socket connected; a stream that fails before then found the upstream unreachable. */
+  connected: boolean;
+}
+
+export class H2SessionPool {
+  private readonly live = new Map<string, PooledSession>();
+  private readonly all = new Set<PooledSession>();
+  private readonly ca: Buffer | undefined;
+
+  constructor(
+    private readonly observer: Observer,
+    private readonly log: Logger,
+    private readonly connectTimeoutMs: number,
+    caFile: string | undefined,
+    private readonly nextConnId: () => number,
+  ) {
+    this.ca = caFile ? readFileSync(caFile) : undefined;
+  }
+
+  get(target: UpstreamUrl): PooledSession {
+    const current = this.live.get(target.href);
+    if (current && !current.session.closed && !current.session.destroyed) return current;
+    return this.open(target);
+  }
+
+  private open(target: UpstreamUrl): PooledSession {
+    const session = http2.connect(target.href, {
+      settings: SETTINGS,
+      ...(target.tls ? { ca: this.ca, ALPNProtocols: ['h2'], servername: target.host } : {}),
+    });
+    const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
+    const pooled: PooledSession = { session, conn, connected: false };
+    this.live.set(target.href, pooled);
+    this.all.add(pooled);
+    const retire = () => {
+      if (this.live.get(target.href) === pooled) this.live.delete(target.href);
+    };
+    const timer = setTimeout(() => {
+      if (!pooled.connected) session.destroy(Object.assign(new Error(`connect timeout after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    }, this.connectTimeoutMs);
+    session.once('connect', () => {
+      clearTimeout(timer);
+      pooled.connected = true;
+      const sock = session.socket;
+      if (sock?.remoteAddress) conn.peer = `${sock.remoteAddress}:${sock.remotePort}`;
+      session.setLocalWindowSize(SESSION_WINDOW);
+      this.observer.connectionOpened(conn);
+    });
+    session.on('goaway', (code) => {
+      retire();
+      this.observer.goaway('upstream', code);
+      this.log.debug('upstream sent GOAWAY', { upstream: conn.peer, code });
+    });
+    session.on('error', (err) => {
+      retire();
+      this.log.debug('upstream session error', { upstream: target.authority, error: err.message });
+    });
+    session.on('close', () => {
+      clearTimeout(timer);
+      retire();
+      this.all.delete(pooled);
+      if (pooled.connected) {
+        conn.closeTime = now();
+        this.observer.connectionClosed(conn);
+      }
+    });
+    return pooled;
+  }
+
+  /** Close every session once its streams are done. */
+  close(): void {
+    for (const p of this.all) p.session.close();
+  }
+}

@@ -1,0 +1,68 @@
+// Headers that belong to one connection, not to the message (RFC 9110 §7.6.1):
+// a proxy removes them, and any header the Connection field names. HTTP/2 forbids
+// them outright (RFC 9113 §8.2.2), except `te: trailers`, which gRPC requires and
+// which therefore survives in both directions.
+
+const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'http2-settings']);
+
+function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const text = Array.isArray(value) ? value.join(',') : value;
+  const names = text.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== '' && t !== 'close' && t !== 'keep-alive');
+  return names.length ? new Set(names) : undefined;
+}
+
+/** `te` keeps only its `trailers` token, the one HTTP/2 allows and gRPC needs. */
+function keepsTrailers(te: string): boolean {
+  return te.split(',').some((t) => t.trim().toLowerCase().split(';')[0] === 'trailers');
+}
+
+/**
+ * HTTP/1.1 raw headers ([name, value, name, value, ...]) minus hop-by-hop ones.
+ * `keepUpgrade` leaves Connection/Upgrade in place for a WebSocket hand-shake. The
+ * Host header is kept: the caller's authority goes on to the upstream unchanged.
+ */
+export function filterRawHeaders(raw: readonly string[], keepUpgrade = false): string[] {
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === 'connection') {
+      const t = connectionTokens(raw[i + 1]);
+      if (t) named = new Set([...(named ?? []), ...t]);
+    }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    const lower = name.toLowerCase();
+    if (keepUpgrade && (lower === 'connection' || lower === 'upgrade')) {
+      out.push(name, value);
+      continue;
+    }
+    if (lower === 'te' && keepsTrailers(value)) {
+      out.push(name, 'trailers');
+      continue;
+    }
+    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
+    out.push(name, value);
+  }
+  return out;
+}
+
+/**
+ * HTTP/2 header object minus pseudo-headers and anything connection-specific that a
+ * peer may still have sent. Node's http2 layer already rejects most of them.
+ */
+export function filterH2Headers(headers: Record<string, string | string[] | undefined>, out: Record<string, string | string[]>): void {
+  for (const name in headers) {
+    if (name.charCodeAt(0) === 0x3a /* : */) continue;
+    const value = headers[name];
+    if (value === undefined) continue;
+    if (name === 'te') {
+      if (keepsTrailers(String(value))) out.te = 'trailers';
+      continue;
+    }
+    if (HOP_BY_HOP.has(name)) continue;
+    out[name] = value;
+  }
+}
