@@ -47,7 +47,7 @@ export type EchoRequest = Message<"echo.v1.EchoRequest"> & {
   delayMs: number;
 
   /**
-   * How many responses a server stream sends; 0 means 3.
+   * How many responses a server stream sends; 0 means 3 (or none before a fail_code).
    *
    * @generated from field: int32 responses = 5;
    */
@@ -110,6 +110,10 @@ export const EchoService: GenService<{
     output: typeof EchoResponseSchema;
   },
   /**
+   * Sends `responses` messages, each after delay_ms. With a fail_code the
+   * failure follows them: responses 0 fails at once (trailers-only in gRPC),
+   * N > 0 fails after N messages (status in trailers).
+   *
    * @generated from rpc echo.v1.EchoService.ServerStream
    */
   serverStream: {
@@ -118,7 +122,9 @@ export const EchoService: GenService<{
     output: typeof EchoResponseSchema;
   },
   /**
-   * Answers once with the messages joined by "," and the payload bytes summed in index.
+   * Waits delay_ms after each request (a slow consumer), fails as soon as one
+   * carries a fail_code, else answers once after the last: the messages joined
+   * by ",", index = the number of requests, response_size of the last request.
    *
    * @generated from rpc echo.v1.EchoService.ClientStream
    */

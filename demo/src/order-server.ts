@@ -1,0 +1,54 @@
+import { Code, ConnectError } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { OrderService } from './gen/order/v1/order_pb.ts';
+import { listenH2c } from './h2c-listener.ts';
+import type { HttpRequest, HttpResponse } from './h2c-listener.ts';
+import { orderConnectService } from './order-connect-service.ts';
+import { OrderOperations } from './order-operations.ts';
+import { handleOrderRest } from './order-rest-routes.ts';
+import { OrderStore } from './order-store.ts';
+import { DEFAULT_HOST, upstreamUrl } from './upstream.ts';
+import type { ListenOptions, Upstream } from './upstream.ts';
+
+export type OrderServiceOptions = ListenOptions & {
+  /** Sent in an `x-pod` response header on every response, so a test or the demo can tell which replica answered. */
+  podName?: string;
+  /** Multiplies the simulated service times (a few ms each); 0 turns them off. Default 1. */
+  latencyScale?: number;
+  /** Orders present at start, ids `ord-000001`...; default 24. */
+  seedOrders?: number;
+};
+
+/**
+ * OrderService over Connect, gRPC and gRPC-Web, and over REST by its
+ * google.api.http rules, on one port for HTTP/1.1 and h2c, with in-memory orders.
+ */
+export async function startOrderService(opts: OrderServiceOptions = {}): Promise<Upstream> {
+  const host = opts.host ?? DEFAULT_HOST;
+  const shutdown = new AbortController();
+  const store = new OrderStore(opts.seedOrders ?? 24);
+  const ops = new OrderOperations(store, opts.latencyScale ?? 1);
+  const rpc = connectNodeAdapter({
+    routes: (router) => router.service(OrderService, orderConnectService(ops, store)),
+    shutdownSignal: shutdown.signal,
+  });
+  const podName = opts.podName;
+  const server = await listenH2c({
+    host,
+    port: opts.port ?? 0,
+    onRequest: (req: HttpRequest, res: HttpResponse) => {
+      // Set before dispatch: writeHead, which both handlers call, merges headers set here.
+      if (podName !== undefined) res.setHeader('x-pod', podName);
+      if (!handleOrderRest(req, res, ops, shutdown.signal)) rpc(req, res);
+    },
+  });
+  return {
+    host,
+    port: server.port,
+    url: upstreamUrl(host, server.port),
+    async close() {
+      shutdown.abort(new ConnectError('server closing', Code.Unavailable));
+      await server.close();
+    },
+  };
+}

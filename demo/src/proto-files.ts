@@ -1,0 +1,7 @@
+import { fileURLToPath } from 'node:url';
+
+/** The demo's .proto root, for @grpc/proto-loader and for sidecar configs that read google.api.http rules. */
+export const PROTO_DIR = fileURLToPath(new URL('../proto/', import.meta.url));
+
+export const ECHO_PROTO = 'echo/v1/echo.proto';
+export const ORDER_PROTO = 'order/v1/order.proto';
