@@ -1,0 +1,81 @@
+// The final class of a call, decided once at its end from what the record
+// holds: the `code` label and, for a missed deadline, who noticed.
+import type { CallRecord, CallReset } from './call-record.ts';
+import { Http2Error, resetToGrpcCode } from '../protocol/reset-codes.ts';
+import { GrpcCode, connectCodeToGrpcCode, grpcCodeName, restStatusToGrpcCode, rpcHttpStatusToGrpcCode } from '../protocol/status-codes.ts';
+
+export type DeadlineDetection = 'status' | 'client_cancel' | 'late_response' | 'proxy';
+
+/**
+ * The reset that ended the call, if any. A NO_ERROR reset once the upstream's
+ * response is complete is normal early closure (a server that has answered
+ * stops reading the request), not a failure: METRICS.md neither counts it nor
+ * lets it decide the code.
+ */
+export function endingReset(call: CallRecord): CallReset | undefined {
+  const reset = call.reset;
+  if (reset === undefined) return undefined;
+  if (reset.code === Http2Error.NO_ERROR && (call.grpcStatus !== undefined || call.upstreamEndTime !== undefined)) return undefined;
+  return reset;
+}
+
+/** Whether the call ended after the budget its caller gave it had run out. */
+export function deadlinePassed(call: CallRecord): boolean {
+  const ms = call.deadline?.ms;
+  return ms !== undefined && call.endTime - call.startTime > ms;
+}
+
+/** The code the protocol itself reported (or implies), before resets, reachability and deadlines. */
+function protocolCode(call: CallRecord): number {
+  switch (call.protocol) {
+    case 'grpc':
+    case 'grpc_web':
+      if (call.grpcStatus !== undefined) return call.grpcStatus;
+      return rpcHttpStatusToGrpcCode(call.httpStatus);
+    case 'connect':
+      if (call.connectCode !== undefined) return connectCodeToGrpcCode(call.connectCode);
+      if (call.connectEndStream) return GrpcCode.OK;
+      // A unary success has no body code; a stream that ended without its
+      // end-stream message did not finish, and falls to the table's UNKNOWN.
+      if (!call.framed && call.httpStatus === 200) return GrpcCode.OK;
+      return rpcHttpStatusToGrpcCode(call.httpStatus);
+    case 'rest':
+      return call.httpStatus === 0 ? GrpcCode.UNKNOWN : restStatusToGrpcCode(call.httpStatus);
+  }
+}
+
+/**
+ * The gRPC code of a finished call, by METRICS.md's precedence: a passed
+ * deadline (or the proxy enforcing it) wins over everything, since the caller
+ * has given up by then; then the reset that ended the call; then an unreachable
+ * upstream; then what the protocol reported.
+ */
+export function decideCodeNumber(call: CallRecord): number {
+  if (call.deadlineEnforced || deadlinePassed(call)) return GrpcCode.DEADLINE_EXCEEDED;
+  const reset = endingReset(call);
+  if (reset !== undefined) return resetToGrpcCode(reset.code, reset.side);
+  if (call.upstreamUnreachable) return GrpcCode.UNAVAILABLE;
+  return protocolCode(call);
+}
+
+/** The `code` label of a finished call. */
+export function decideCode(call: CallRecord): string {
+  return grpcCodeName(decideCodeNumber(call));
+}
+
+/**
+ * The `detected_by` label of `rpcscope_deadline_exceeded_total`, or undefined
+ * when the call did not miss a deadline. It is defined exactly when the call's
+ * code is DEADLINE_EXCEEDED, so the counter sums to those calls. The most direct
+ * witness wins: the proxy's own enforcement, then the client giving up (a reset
+ * or a dropped HTTP/1.1 connection after its deadline), then the upstream's
+ * status, and last a response that simply ended too late.
+ */
+export function deadlineDetection(call: CallRecord): DeadlineDetection | undefined {
+  if (call.deadlineEnforced) return 'proxy';
+  const reset = endingReset(call);
+  const passed = deadlinePassed(call);
+  if (passed && reset?.side === 'client') return 'client_cancel';
+  if (reset === undefined && !call.upstreamUnreachable && protocolCode(call) === GrpcCode.DEADLINE_EXCEEDED) return 'status';
+  return passed ? 'late_response' : undefined;
+}

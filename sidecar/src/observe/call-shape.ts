@@ -1,0 +1,19 @@
+// Unary or streaming: which of `rpcscope_call_duration_seconds` and
+// `rpcscope_stream_duration_seconds` a call belongs to (METRICS.md).
+import type { CallRecord } from './call-record.ts';
+import type { MethodShape } from '../route/proto-catalog.ts';
+
+/**
+ * The descriptor decides where .proto files say; else the messages seen do: at
+ * most one each way is unary-shaped, however the method is declared. REST and
+ * Connect unary (unframed) calls are unary by construction.
+ */
+export function callShape(call: CallRecord, descriptor: MethodShape | undefined): MethodShape {
+  if (call.protocol === 'rest') return 'unary';
+  if (descriptor !== undefined) return descriptor;
+  if (!call.framed) return 'unary';
+  const manyRequests = call.requestMessages > 1;
+  const manyResponses = call.responseMessages > 1;
+  if (manyRequests) return manyResponses ? 'bidi_streaming' : 'client_streaming';
+  return manyResponses ? 'server_streaming' : 'unary';
+}

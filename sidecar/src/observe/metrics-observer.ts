@@ -1,0 +1,428 @@
+// The metrics observer: every call, stream, reset, GOAWAY, deadline and
+// connection fact of METRICS.md, served on /metrics by OpenTelemetry's
+// Prometheus exporter.
+//
+// The hot path only increments cells bound when a route (or connection kind,
+// or endpoint) is first seen; a MetricProducer hands the cells to the exporter
+// as data points when Prometheus scrapes. The names and labels below are the
+// public contract of METRICS.md: the golden tests pin them.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { Resource } from '@opentelemetry/resources';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import type { CollectionResult, MetricProducer } from '@opentelemetry/sdk-metrics';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type { CallRecord, CallReset, Direction, Encoding, Protocol } from './call-record.ts';
+import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
+import {
+  CALL_DURATION_SECONDS,
+  CONNECTION_CALLS,
+  CONNECTION_DURATION_SECONDS,
+  DEADLINE_SECONDS,
+  DEADLINE_USED_RATIO,
+  PAYLOAD_BYTES,
+  PROXY_OVERHEAD_SECONDS,
+  STREAM_DURATION_SECONDS,
+} from './buckets.ts';
+import { decideCodeNumber, deadlineDetection, endingReset } from './call-outcome.ts';
+import type { DeadlineDetection } from './call-outcome.ts';
+import { callShape } from './call-shape.ts';
+import { HistogramFamily, ValueFamily, hrTimeFromMillis } from './metric-cells.ts';
+import type { HistogramCell, MetricFamily, ValueCell } from './metric-cells.ts';
+import { ProcessMetrics } from './process-metrics.ts';
+import { http2ErrorName } from '../protocol/reset-codes.ts';
+import { GrpcCode, grpcCodeName } from '../protocol/status-codes.ts';
+import { MethodGuard } from '../route/method-guard.ts';
+import type { OperationMap } from '../route/operation-map.ts';
+import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
+import type { RestRoute } from '../route/route-template.ts';
+import { Router } from '../route/router.ts';
+import type { Route } from '../route/router.ts';
+
+export interface MetricsObserverOptions {
+  /** Distinct `method` labels per protocol (--max-methods). */
+  maxMethods: number;
+  /** REST routes from the routes file or OpenAPI document (route/route-file.ts). */
+  routes?: readonly RestRoute[];
+  /** The operations file (route/operation-map.ts). */
+  operations?: OperationMap;
+  /** What the .proto files say (route/proto-catalog.ts). */
+  protos?: ProtoCatalog;
+  /** `service.name` on target_info. */
+  serviceName?: string;
+  /** Where POD_NAME and POD_NAMESPACE (the Downward API) are read; process.env by default. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+export interface MetricsObserver extends Observer {
+  /** Serves the Prometheus text exposition; mount it on the admin port's /metrics. */
+  handleMetrics(req: IncomingMessage, res: ServerResponse): void;
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Per-endpoint series outlive the endpoints (pods come and go); past this many
+ * the rest share `upstream="_OTHER"` until the endpoint lifecycle prunes them.
+ */
+const MAX_UPSTREAMS = 1000;
+
+const ENCODING_INDEX: Readonly<Record<Encoding, number>> = { proto: 0, json: 1, text: 2, other: 3 };
+
+type StreamType = Exclude<MethodShape, 'unary'>;
+
+/** Series of one (direction, protocol, encoding, method). */
+class EncodingCells {
+  /** By `code * 1000 + http_status`. */
+  readonly calls = new Map<number, ValueCell>();
+  /** By gRPC code. */
+  readonly durations: (HistogramCell | undefined)[] = [];
+  constructor(readonly encoding: Encoding, readonly requestBytes: HistogramCell, readonly responseBytes: HistogramCell) {}
+}
+
+/** Series of one (direction, protocol, method), bound when the route is first seen in that direction. */
+class RouteCells {
+  readonly encodings: (EncodingCells | undefined)[] = [undefined, undefined, undefined, undefined];
+  readonly streams: Partial<Record<StreamType, HistogramCell>> = {};
+  firstMessage: HistogramCell | undefined;
+  requestMessages: ValueCell | undefined;
+  responseMessages: ValueCell | undefined;
+  /** By `side error_code`. */
+  readonly resets = new Map<string, ValueCell>();
+  deadlineRequested: HistogramCell | undefined;
+  deadlineUsed: HistogramCell | undefined;
+  withoutDeadline: ValueCell | undefined;
+  readonly deadlineExceeded: Partial<Record<DeadlineDetection, ValueCell>> = {};
+  constructor(readonly direction: Direction, readonly route: Route, readonly active: ValueCell, readonly perProtocol: ProtocolCells) {}
+}
+
+/** Per-call state between callStarted and callEnded. */
+class CallObservation {
+  /** Messages already added to the counters (counted on the fly at each scrape, the rest at the end). */
+  requestMessages = 0;
+  responseMessages = 0;
+  constructor(readonly cells: RouteCells) {}
+}
+
+interface ProtocolCells {
+  overhead: HistogramCell | undefined;
+  deadlineInvalid: ValueCell | undefined;
+}
+
+interface ConnectionCells {
+  active: ValueCell;
+  duration: HistogramCell;
+  calls: HistogramCell;
+}
+
+interface UpstreamCells {
+  /** By gRPC code. */
+  calls: (ValueCell | undefined)[];
+  active: ValueCell;
+  duration: HistogramCell;
+}
+
+class MetricsObserverImpl implements MetricsObserver {
+  // Families in METRICS.md order, which is the exposition's order.
+  private readonly callsTotal = new ValueFamily('rpcscope_calls_total', 'Finished calls, unary or streaming.', 'counter');
+  private readonly callsActive = new ValueFamily('rpcscope_calls_active', 'Calls and streams in flight.', 'gauge');
+  private readonly callDuration = new HistogramFamily('rpcscope_call_duration_seconds', 'Duration of unary-shaped calls, from request headers received to response end sent.', CALL_DURATION_SECONDS);
+  private readonly payload = new HistogramFamily('rpcscope_payload_bytes', 'Body bytes of one call, by flow.', PAYLOAD_BYTES);
+  private readonly overhead = new HistogramFamily('rpcscope_proxy_overhead_seconds', 'Time the sidecar added to a call: its duration less the upstream part.', PROXY_OVERHEAD_SECONDS);
+  private readonly streamDuration = new HistogramFamily('rpcscope_stream_duration_seconds', 'Lifetime of streaming calls.', STREAM_DURATION_SECONDS);
+  private readonly firstMessage = new HistogramFamily('rpcscope_stream_first_message_seconds', 'Time from request headers to the first response message of a streaming call.', CALL_DURATION_SECONDS);
+  private readonly messages = new ValueFamily('rpcscope_messages_total', 'Length-prefixed messages, by flow.', 'counter');
+  private readonly resets = new ValueFamily('rpcscope_stream_resets_total', 'RST_STREAM frames (and HTTP/1.1 connections closed mid-call), by sender and error code.', 'counter');
+  private readonly goaways = new ValueFamily('rpcscope_http2_goaways_total', 'GOAWAY frames received or sent, by side and error code.', 'counter');
+  private readonly deadlineRequested = new HistogramFamily('rpcscope_deadline_requested_seconds', 'Deadline budgets callers asked for.', DEADLINE_SECONDS);
+  private readonly deadlineExceeded = new ValueFamily('rpcscope_deadline_exceeded_total', 'Calls that did not finish inside their deadline, by who noticed.', 'counter');
+  private readonly deadlineUsed = new HistogramFamily('rpcscope_deadline_used_ratio', 'Elapsed over requested time at the end of calls that carried a deadline.', DEADLINE_USED_RATIO);
+  private readonly withoutDeadline = new ValueFamily('rpcscope_calls_without_deadline_total', 'gRPC-family calls that carried no deadline.', 'counter');
+  private readonly deadlineInvalid = new ValueFamily('rpcscope_deadline_header_invalid_total', 'Calls whose deadline header could not be parsed.', 'counter');
+  private readonly connectionsActive = new ValueFamily('rpcscope_connections_active', 'Open connections.', 'gauge');
+  private readonly connectionDuration = new HistogramFamily('rpcscope_connection_duration_seconds', 'Lifetime of closed connections.', CONNECTION_DURATION_SECONDS);
+  private readonly connectionCalls = new HistogramFamily('rpcscope_connection_calls', 'Calls carried by each closed connection.', CONNECTION_CALLS);
+  private readonly upstreamCalls = new ValueFamily('rpcscope_upstream_calls_total', 'Calls sent to each upstream endpoint.', 'counter');
+  private readonly upstreamActive = new ValueFamily('rpcscope_upstream_calls_active', 'Calls in flight per upstream endpoint.', 'gauge');
+  private readonly upstreamDuration = new HistogramFamily('rpcscope_upstream_call_duration_seconds', 'Latency of unary-shaped calls per upstream endpoint, from request sent to response end received.', CALL_DURATION_SECONDS);
+  private readonly families: MetricFamily[] = [
+    this.callsTotal, this.callsActive, this.callDuration, this.payload, this.overhead,
+    this.streamDuration, this.firstMessage, this.messages,
+    this.resets, this.goaways,
+    this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
+    this.connectionsActive, this.connectionDuration, this.connectionCalls,
+    this.upstreamCalls, this.upstreamActive, this.upstreamDuration,
+  ];
+
+  private readonly router: Router;
+  private readonly routeCells: Record<Direction, Map<Route, RouteCells>> = { inbound: new Map(), outbound: new Map() };
+  private readonly protocolCells = new Map<string, ProtocolCells>();
+  private readonly connectionCells = new Map<string, ConnectionCells>();
+  private readonly goawayCells = new Map<string, ValueCell>();
+  private readonly upstreamGuard = new MethodGuard(MAX_UPSTREAMS);
+  private readonly upstreamCells = new Map<string, UpstreamCells>();
+  /** Calls in flight: their message counts and endpoints are read at each scrape. */
+  private readonly inFlight = new Set<CallRecord>();
+  private readonly processMetrics = new ProcessMetrics();
+  private readonly startTime = hrTimeFromMillis(Date.now());
+  private readonly exporter: PrometheusExporter;
+  private readonly provider: MeterProvider;
+
+  constructor(opts: MetricsObserverOptions) {
+    this.router = new Router(opts);
+    const env = opts.env ?? process.env;
+    const resource = resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: opts.serviceName ?? 'rpcscope',
+      // Kubernetes resource semantic conventions; absent outside a pod.
+      ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}),
+      ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}),
+    });
+    const producer: MetricProducer = { collect: async () => this.collect(resource) };
+    // Scope labels would put the same otel_scope_name on every series of the contract.
+    this.exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true, metricProducers: [producer] });
+    // The provider is only what binds the reader (and carries the resource into
+    // target_info): no OpenTelemetry instrument is recorded on the hot path.
+    this.provider = new MeterProvider({ resource, readers: [this.exporter] });
+  }
+
+  handleMetrics(req: IncomingMessage, res: ServerResponse): void {
+    this.exporter.getMetricsRequestHandler(req, res);
+  }
+
+  async shutdown(): Promise<void> {
+    this.processMetrics.stop();
+    await this.provider.shutdown();
+  }
+
+  callStarted(call: CallRecord): void {
+    const cells = this.cellsFor(call);
+    cells.active.value++;
+    call.observation = new CallObservation(cells);
+    this.inFlight.add(call);
+  }
+
+  callEnded(call: CallRecord): void {
+    const started = call.observation;
+    let obs: CallObservation;
+    if (started instanceof CallObservation) {
+      obs = started;
+      obs.cells.active.value--;
+      this.inFlight.delete(call);
+    } else {
+      // Observation attached mid-call: the call was never counted as active.
+      obs = new CallObservation(this.cellsFor(call));
+    }
+    call.observation = undefined;
+    const cells = obs.cells;
+    const code = decideCodeNumber(call);
+    const enc = this.encodingCells(cells, call.encoding);
+    const callKey = code * 1000 + call.httpStatus;
+    (enc.calls.get(callKey) ?? this.newCallCell(cells, enc, code, call.httpStatus)).value++;
+    enc.requestBytes.record(call.requestBytes);
+    enc.responseBytes.record(call.responseBytes);
+
+    const elapsedMs = call.endTime - call.startTime;
+    const shape = callShape(call, cells.route.shape);
+    if (shape === 'unary') {
+      (enc.durations[code] ?? this.newDurationCell(cells, enc, code)).record(elapsedMs / 1000);
+    } else {
+      (cells.streams[shape] ?? this.newStreamCell(cells, shape)).record(elapsedMs / 1000);
+      if (call.firstResponseMessageTime !== undefined) {
+        (cells.firstMessage ??= this.firstMessage.cell(routeLabels(cells))).record((call.firstResponseMessageTime - call.startTime) / 1000);
+      }
+    }
+    if (call.framed) this.countMessages(call, obs);
+
+    if (call.upstreamStartTime !== undefined && call.upstreamEndTime !== undefined) {
+      const upstreamMs = call.upstreamEndTime - call.upstreamStartTime;
+      const pc = cells.perProtocol;
+      (pc.overhead ??= this.overhead.cell({ direction: call.direction, protocol: call.protocol })).record(Math.max(0, elapsedMs - upstreamMs) / 1000);
+    }
+
+    const reset = endingReset(call);
+    if (reset !== undefined) this.resetCell(cells, reset).value++;
+
+    this.observeDeadline(call, cells, code, elapsedMs);
+
+    if (call.upstream !== '') {
+      const up = this.upstreamCellsFor(call.upstream);
+      (up.calls[code] ?? this.newUpstreamCallCell(up, code)).value++;
+      if (shape === 'unary' && call.upstreamStartTime !== undefined) {
+        up.duration.record(((call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime) / 1000);
+      }
+    }
+  }
+
+  connectionOpened(conn: ConnectionRecord): void {
+    this.connectionCellsFor(conn).active.value++;
+  }
+
+  connectionClosed(conn: ConnectionRecord): void {
+    const cells = this.connectionCellsFor(conn);
+    cells.active.value--;
+    cells.duration.record((conn.closeTime - conn.openTime) / 1000);
+    cells.calls.record(conn.calls);
+  }
+
+  goaway(side: GoawaySide, code: number): void {
+    const errorCode = http2ErrorName(code);
+    const key = `${side} ${errorCode}`;
+    let cell = this.goawayCells.get(key);
+    if (cell === undefined) this.goawayCells.set(key, (cell = this.goaways.cell({ side, error_code: errorCode })));
+    cell.value++;
+  }
+
+  private cellsFor(call: CallRecord): RouteCells {
+    const route = this.router.resolve(call.protocol, call.httpMethod, call.path);
+    const byRoute = this.routeCells[call.direction];
+    let cells = byRoute.get(route);
+    if (cells === undefined) {
+      const active = this.callsActive.cell({ direction: call.direction, protocol: route.protocol, method: route.method });
+      byRoute.set(route, (cells = new RouteCells(call.direction, route, active, this.protocolCellsFor(call.direction, route.protocol))));
+    }
+    return cells;
+  }
+
+  private encodingCells(cells: RouteCells, encoding: Encoding): EncodingCells {
+    const i = ENCODING_INDEX[encoding];
+    let enc = cells.encodings[i];
+    if (enc === undefined) {
+      const { direction, route } = cells;
+      const base = { direction, protocol: route.protocol, encoding, method: route.method, operation: route.operation };
+      enc = new EncodingCells(encoding, this.payload.cell({ ...base, flow: 'request' }), this.payload.cell({ ...base, flow: 'response' }));
+      cells.encodings[i] = enc;
+    }
+    return enc;
+  }
+
+  private newCallCell(cells: RouteCells, enc: EncodingCells, code: number, httpStatus: number): ValueCell {
+    const cell = this.callsTotal.cell({
+      ...encodingLabels(cells, enc),
+      code: grpcCodeName(code),
+      http_status: httpStatus === 0 ? '' : String(httpStatus),
+    });
+    enc.calls.set(code * 1000 + httpStatus, cell);
+    return cell;
+  }
+
+  private newDurationCell(cells: RouteCells, enc: EncodingCells, code: number): HistogramCell {
+    const cell = this.callDuration.cell({ ...encodingLabels(cells, enc), code: grpcCodeName(code) });
+    enc.durations[code] = cell;
+    return cell;
+  }
+
+  private newStreamCell(cells: RouteCells, shape: StreamType): HistogramCell {
+    const cell = this.streamDuration.cell({ ...routeLabels(cells), stream_type: shape });
+    cells.streams[shape] = cell;
+    return cell;
+  }
+
+  private countMessages(call: CallRecord, obs: CallObservation): void {
+    const cells = obs.cells;
+    const req = call.requestMessages - obs.requestMessages;
+    const resp = call.responseMessages - obs.responseMessages;
+    if (req === 0 && resp === 0) return;
+    cells.requestMessages ??= this.messages.cell({ ...routeLabels(cells), flow: 'request' });
+    cells.responseMessages ??= this.messages.cell({ ...routeLabels(cells), flow: 'response' });
+    cells.requestMessages.value += req;
+    cells.responseMessages.value += resp;
+    obs.requestMessages = call.requestMessages;
+    obs.responseMessages = call.responseMessages;
+  }
+
+  private resetCell(cells: RouteCells, reset: CallReset): ValueCell {
+    const errorCode = http2ErrorName(reset.code);
+    const key = `${reset.side} ${errorCode}`;
+    let cell = cells.resets.get(key);
+    if (cell === undefined) cells.resets.set(key, (cell = this.resets.cell({ ...routeLabels(cells), side: reset.side, error_code: errorCode })));
+    return cell;
+  }
+
+  private observeDeadline(call: CallRecord, cells: RouteCells, code: number, elapsedMs: number): void {
+    const deadline = call.deadline;
+    const ms = deadline?.ms;
+    if (ms !== undefined) {
+      (cells.deadlineRequested ??= this.deadlineRequested.cell(routeLabels(cells))).record(ms / 1000);
+      // A zero budget has no ratio; it is spent before the call starts and shows as a miss.
+      if (ms > 0) (cells.deadlineUsed ??= this.deadlineUsed.cell(routeLabels(cells))).record(elapsedMs / ms);
+    } else {
+      if (deadline !== undefined) {
+        const pc = cells.perProtocol;
+        (pc.deadlineInvalid ??= this.deadlineInvalid.cell({ direction: call.direction, protocol: call.protocol })).value++;
+      }
+      // An unparsable header is proxied as if absent, so the call counts as carrying none.
+      if (call.protocol !== 'rest') (cells.withoutDeadline ??= this.withoutDeadline.cell(routeLabels(cells))).value++;
+    }
+    if (code === GrpcCode.DEADLINE_EXCEEDED) {
+      const by = deadlineDetection(call);
+      if (by !== undefined) (cells.deadlineExceeded[by] ??= this.deadlineExceeded.cell({ ...routeLabels(cells), detected_by: by })).value++;
+    }
+  }
+
+  private protocolCellsFor(direction: Direction, protocol: Protocol): ProtocolCells {
+    const key = `${direction} ${protocol}`;
+    let cells = this.protocolCells.get(key);
+    if (cells === undefined) this.protocolCells.set(key, (cells = { overhead: undefined, deadlineInvalid: undefined }));
+    return cells;
+  }
+
+  private connectionCellsFor(conn: ConnectionRecord): ConnectionCells {
+    const key = `${conn.side} ${conn.httpVersion}`;
+    let cells = this.connectionCells.get(key);
+    if (cells === undefined) {
+      const labels = { side: conn.side, http_version: conn.httpVersion };
+      cells = {
+        active: this.connectionsActive.cell(labels),
+        duration: this.connectionDuration.cell(labels),
+        calls: this.connectionCalls.cell(labels),
+      };
+      this.connectionCells.set(key, cells);
+    }
+    return cells;
+  }
+
+  private upstreamCellsFor(endpoint: string): UpstreamCells {
+    const known = this.upstreamCells.get(endpoint);
+    if (known !== undefined) return known;
+    // Endpoints past the cap are not remembered one by one: they all find the cells of `_OTHER`.
+    const upstream = this.upstreamGuard.admit(endpoint);
+    let cells = this.upstreamCells.get(upstream);
+    if (cells === undefined) {
+      cells = { calls: [], active: this.upstreamActive.cell({ upstream }), duration: this.upstreamDuration.cell({ upstream }) };
+      this.upstreamCells.set(upstream, cells);
+    }
+    return cells;
+  }
+
+  private newUpstreamCallCell(up: UpstreamCells, code: number): ValueCell {
+    const cell = this.upstreamCalls.cell({ upstream: up.active.attributes.upstream as string, code: grpcCodeName(code) });
+    up.calls[code] = cell;
+    return cell;
+  }
+
+  /** Brings the values only read at scrape time up to date, then hands every family to the exporter. */
+  private collect(resource: Resource): CollectionResult {
+    for (const cells of this.upstreamCells.values()) cells.active.value = 0;
+    for (const call of this.inFlight) {
+      const obs = call.observation;
+      if (call.framed && obs instanceof CallObservation) this.countMessages(call, obs);
+      if (call.upstream !== '') this.upstreamCellsFor(call.upstream).active.value++;
+    }
+    const endTime = hrTimeFromMillis(Date.now());
+    const metrics = this.families.filter((f) => f.cells.length > 0).map((f) => f.toMetricData(this.startTime, endTime));
+    metrics.push(...this.processMetrics.collect(this.startTime, endTime));
+    return { resourceMetrics: { resource, scopeMetrics: [{ scope: { name: 'rpcscope' }, metrics }] }, errors: [] };
+  }
+}
+
+function routeLabels(cells: RouteCells): { direction: Direction; protocol: Protocol; method: string } {
+  return { direction: cells.direction, protocol: cells.route.protocol, method: cells.route.method };
+}
+
+function encodingLabels(cells: RouteCells, enc: EncodingCells) {
+  return { direction: cells.direction, protocol: cells.route.protocol, encoding: enc.encoding, method: cells.route.method, operation: cells.route.operation };
+}
+
+export function createMetricsObserver(opts: MetricsObserverOptions): MetricsObserver {
+  return new MetricsObserverImpl(opts);
+}

@@ -1,0 +1,72 @@
+// HTTP/2 error codes: their names for the `error_code` label, and the gRPC
+// status a call ended by a reset gets.
+import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import type { ResetSide } from '../observe/call-record.ts';
+import { GrpcCode } from './status-codes.ts';
+
+/** RFC 9113 §7, by code number (0x0 … 0xd). */
+const HTTP2_ERROR_NAMES: readonly string[] = [
+  'NO_ERROR',
+  'PROTOCOL_ERROR',
+  'INTERNAL_ERROR',
+  'FLOW_CONTROL_ERROR',
+  'SETTINGS_TIMEOUT',
+  'STREAM_CLOSED',
+  'FRAME_SIZE_ERROR',
+  'REFUSED_STREAM',
+  'CANCEL',
+  'COMPRESSION_ERROR',
+  'CONNECT_ERROR',
+  'ENHANCE_YOUR_CALM',
+  'INADEQUATE_SECURITY',
+  'HTTP_1_1_REQUIRED',
+];
+
+export const Http2Error = {
+  NO_ERROR: 0x0,
+  INTERNAL_ERROR: 0x2,
+  REFUSED_STREAM: 0x7,
+  CANCEL: 0x8,
+  ENHANCE_YOUR_CALM: 0xb,
+  INADEQUATE_SECURITY: 0xc,
+} as const;
+
+/**
+ * The label for a reset's code. RFC 9113 §7 lets an endpoint treat a code it
+ * does not know as INTERNAL_ERROR; doing so here also keeps the label bounded.
+ * An HTTP/1.1 connection closed mid-call has no code of its own: METRICS.md
+ * names it CONNECTION_CLOSED.
+ */
+export function http2ErrorName(code: number): string {
+  if (code === CONNECTION_CLOSED) return 'CONNECTION_CLOSED';
+  return HTTP2_ERROR_NAMES[code] ?? 'INTERNAL_ERROR';
+}
+
+/**
+ * The gRPC status of a call ended by a reset, as gRPC clients report it:
+ * grpc/grpc doc/PROTOCOL-HTTP2.md ("Errors") and grpc-js subchannel-call.ts,
+ * which is the model for this switch.
+ */
+export function resetToGrpcCode(code: number, side: ResetSide): number {
+  switch (code) {
+    case Http2Error.CANCEL:
+      return GrpcCode.CANCELLED;
+    case Http2Error.REFUSED_STREAM:
+      // The upstream refused before doing any work: safe to retry elsewhere.
+      return GrpcCode.UNAVAILABLE;
+    case Http2Error.ENHANCE_YOUR_CALM:
+      // The peer is shedding load (too many streams or pings).
+      return GrpcCode.RESOURCE_EXHAUSTED;
+    case Http2Error.INADEQUATE_SECURITY:
+      // PROTOCOL-HTTP2.md and grpc-js both give PERMISSION_DENIED here.
+      return GrpcCode.PERMISSION_DENIED;
+    case CONNECTION_CLOSED:
+      // HTTP/1.1 has no reset: a client closing its connection mid-call has
+      // given up on it, as with CANCEL; the upstream (or the proxy) dropping the
+      // connection is what grpc-js reports as "Connection dropped", UNAVAILABLE.
+      return side === 'client' ? GrpcCode.CANCELLED : GrpcCode.UNAVAILABLE;
+    default:
+      // NO_ERROR before a status, PROTOCOL_ERROR, INTERNAL_ERROR, FLOW_CONTROL_ERROR, ...
+      return GrpcCode.INTERNAL;
+  }
+}

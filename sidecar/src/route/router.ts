@@ -1,0 +1,90 @@
+// Which route a call is: its `method` and `operation` labels and, for RPCs, its
+// streaming shape. Resolved once per call at its start; each distinct route is
+// one interned object, so that observers can bind their metric cells to it.
+import type { Protocol } from '../observe/call-record.ts';
+import { learnTemplate } from './learned-template.ts';
+import { MethodGuard, OTHER } from './method-guard.ts';
+import { OperationMap } from './operation-map.ts';
+import type { MethodShape, ProtoCatalog } from './proto-catalog.ts';
+import { rpcMethodFromPath } from './rpc-method.ts';
+import { HTTP_METHODS, RouteTable } from './route-template.ts';
+import type { RestRoute } from './route-template.ts';
+
+export interface Route {
+  readonly protocol: Protocol;
+  readonly method: string;
+  readonly operation: string;
+  /** The method's shape in its descriptor; undefined without .proto files, or for REST. */
+  readonly shape: MethodShape | undefined;
+}
+
+export interface RouterOptions {
+  /** Distinct `method` labels per protocol (--max-methods). */
+  maxMethods: number;
+  /** REST routes from the routes file or OpenAPI document. */
+  routes?: readonly RestRoute[];
+  /** The operations file. */
+  operations?: OperationMap;
+  /** What the .proto files say. */
+  protos?: ProtoCatalog;
+}
+
+interface ProtocolRoutes {
+  readonly guard: MethodGuard;
+  /** RPC: request path -> route; REST: `method` label -> route. Only admitted routes, so bounded by the guard. */
+  readonly known: Map<string, Route>;
+  readonly other: Route;
+}
+
+export class Router {
+  private readonly table = new RouteTable();
+  private readonly operations: OperationMap;
+  private readonly shapes: ReadonlyMap<string, MethodShape>;
+  private readonly byProtocol: Record<Protocol, ProtocolRoutes>;
+
+  constructor(opts: RouterOptions) {
+    if (!Number.isInteger(opts.maxMethods) || opts.maxMethods < 0) throw new Error(`maxMethods must be a non-negative integer, got ${opts.maxMethods}`);
+    for (const r of opts.routes ?? []) this.table.add(r);
+    for (const r of opts.protos?.routes ?? []) this.table.add(r);
+    this.operations = OperationMap.merge(opts.protos?.operations ?? new OperationMap(), opts.operations ?? new OperationMap());
+    this.shapes = opts.protos?.shapes ?? new Map();
+    const space = (protocol: Protocol): ProtocolRoutes => ({
+      guard: new MethodGuard(opts.maxMethods),
+      known: new Map(),
+      other: { protocol, method: OTHER, operation: OTHER, shape: undefined },
+    });
+    this.byProtocol = { grpc: space('grpc'), grpc_web: space('grpc_web'), connect: space('connect'), rest: space('rest') };
+  }
+
+  resolve(protocol: Protocol, httpMethod: string, path: string): Route {
+    return protocol === 'rest' ? this.resolveRest(httpMethod, path) : this.resolveRpc(protocol, path);
+  }
+
+  private resolveRpc(protocol: Protocol, path: string): Route {
+    const space = this.byProtocol[protocol];
+    const known = space.known.get(path);
+    if (known !== undefined) return known;
+    const method = rpcMethodFromPath(path);
+    if (method === undefined || space.guard.admit(method) === OTHER) return space.other;
+    const route: Route = { protocol, method, operation: this.operations.lookup(method) ?? method, shape: this.shapes.get(method) };
+    space.known.set(path, route);
+    return route;
+  }
+
+  private resolveRest(httpMethod: string, path: string): Route {
+    const space = this.byProtocol.rest;
+    if (!HTTP_METHODS.has(httpMethod)) return space.other;
+    let method = this.table.match(httpMethod, path);
+    if (method === undefined) {
+      const learned = learnTemplate(path);
+      if (learned === undefined) return space.other;
+      method = `${httpMethod} ${learned}`;
+    }
+    const known = space.known.get(method);
+    if (known !== undefined) return known;
+    if (space.guard.admit(method) === OTHER) return space.other;
+    const route: Route = { protocol: 'rest', method, operation: this.operations.lookup(method) ?? method, shape: undefined };
+    space.known.set(method, route);
+    return route;
+  }
+}
