@@ -1,0 +1,136 @@
+// gRPC through the sidecar, with grpc-js clients, against two different server
+// implementations (connect-node and grpc-js): all four shapes, errors, deadlines
+// and cancellation arrive as the client library expects them.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { GrpcJsEchoClient, REQUESTED_FAILURE, type EchoRequestObject, startConnectEcho, startGrpcJsEcho, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
+import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
+
+type Client = InstanceType<typeof GrpcJsEchoClient>;
+
+function unary(client: Client, req: Partial<EchoRequestObject>, deadlineMs?: number): Promise<{ err: grpc.ServiceError | null; res?: EchoResponseObject }> {
+  return new Promise((resolve) => {
+    const opts = deadlineMs ? { deadline: Date.now() + deadlineMs } : {};
+    client.Echo(req, opts, (err: grpc.ServiceError | null, res?: EchoResponseObject) => resolve({ err, res }));
+  });
+}
+
+function collect(stream: grpc.ClientReadableStream<EchoResponseObject> | grpc.ClientDuplexStream<object, EchoResponseObject>): Promise<{ messages: EchoResponseObject[]; err: grpc.ServiceError | null }> {
+  return new Promise((resolve) => {
+    const messages: EchoResponseObject[] = [];
+    stream.on('data', (m: EchoResponseObject) => messages.push(m));
+    stream.on('error', (err: grpc.ServiceError) => resolve({ messages, err }));
+    stream.on('end', () => resolve({ messages, err: null }));
+  });
+}
+
+for (const [impl, start] of [['connect-node', startConnectEcho], ['grpc-js', startGrpcJsEcho]] as const) {
+  describe(`gRPC through the sidecar to a ${impl} upstream`, () => {
+    let upstream: Upstream;
+    let sc: TestSidecar;
+    let client: Client;
+
+    before(async () => {
+      upstream = await start();
+      sc = await startTestSidecar(upstream.url);
+      client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure());
+    });
+    after(async () => {
+      client.close();
+      await sc.stop();
+      await upstream.close();
+    });
+
+    it('forwards a unary call and records it', async () => {
+      const before = sc.recorder.ended.length;
+      const { err, res } = await unary(client, { message: 'hi', responseSize: 1000 });
+      assert.equal(err, null);
+      assert.equal(res!.message, 'hi');
+      assert.equal(res!.payload.length, 1000);
+      const [rec] = (await sc.recorder.waitForEnded(before + 1)).slice(before);
+      assert.equal(rec!.protocol, 'grpc');
+      assert.equal(rec!.encoding, 'proto');
+      assert.equal(rec!.path, '/echo.v1.EchoService/Echo');
+      assert.equal(rec!.grpcStatus, 0);
+      assert.equal(rec!.httpStatus, 200);
+      assert.equal(rec!.requestMessages, 1);
+      assert.equal(rec!.responseMessages, 1);
+      assert.ok(rec!.responseBytes > 1000);
+      assert.equal(rec!.reset, undefined);
+      assert.ok(rec!.firstResponseMessageTime! >= rec!.startTime);
+      assert.ok(rec!.endTime >= rec!.firstResponseMessageTime!);
+    });
+
+    it('passes an error status and message through', async () => {
+      const { err } = await unary(client, { message: 'x', failCode: grpc.status.NOT_FOUND });
+      assert.equal(err?.code, grpc.status.NOT_FOUND);
+      assert.equal(err?.details, REQUESTED_FAILURE);
+      const rec = sc.recorder.ended.at(-1)!;
+      assert.equal(rec.grpcStatus, grpc.status.NOT_FOUND);
+    });
+
+    it('forwards a server stream message by message', async () => {
+      const { messages, err } = await collect(client.ServerStream({ message: 's', responses: 5 }));
+      assert.equal(err, null);
+      assert.deepEqual(messages.map((m) => m.index), [0, 1, 2, 3, 4]);
+      const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+      assert.equal(rec.responseMessages, 5);
+      assert.equal(rec.grpcStatus, 0);
+    });
+
+    it('forwards a client stream', async () => {
+      const res = await new Promise<{ err: grpc.ServiceError | null; res?: EchoResponseObject }>((resolve) => {
+        const call = client.ClientStream((err: grpc.ServiceError | null, r?: EchoResponseObject) => resolve({ err, res: r }));
+        for (const m of ['a', 'b', 'c']) call.write({ message: m });
+        call.end();
+      });
+      assert.equal(res.err, null);
+      assert.match(res.res!.message, /a.*b.*c/);
+      const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+      assert.equal(rec.requestMessages, 3);
+      assert.equal(rec.responseMessages, 1);
+    });
+
+    it('forwards a bidi stream in both directions at once', async () => {
+      const call = client.BidiStream();
+      const got: string[] = [];
+      const done = collect(call);
+      // Each answer arrives before the next request is written: nothing waits for the end.
+      for (const m of ['one', 'two', 'three']) {
+        const answered = new Promise<void>((resolve) => call.once('data', (r: EchoResponseObject) => { got.push(r.message); resolve(); }));
+        call.write({ message: m });
+        await answered;
+      }
+      call.end();
+      const { err } = await done;
+      assert.equal(err, null);
+      assert.deepEqual(got, ['one', 'two', 'three']);
+    });
+
+    it('lets a deadline expire as the client set it', async () => {
+      const started = Date.now();
+      const { err } = await unary(client, { message: 'slow', delayMs: 2000 }, 200);
+      assert.equal(err?.code, grpc.status.DEADLINE_EXCEEDED);
+      assert.ok(Date.now() - started < 1500);
+      const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+      assert.equal(rec.deadline?.header, 'grpc-timeout');
+      assert.ok(rec.deadline!.ms! > 0 && rec.deadline!.ms! <= 200, `deadline ${rec.deadline?.ms}`);
+      // grpc-js cancels with RST_STREAM(CANCEL) when its deadline passes.
+      assert.deepEqual(rec.reset, { side: 'client', code: 8 });
+    });
+
+    it('passes a client cancellation on as a reset', async () => {
+      const call = client.ServerStream({ message: 'c', responses: 100, delayMs: 100 });
+      const done = collect(call);
+      await new Promise((r) => call.once('data', r));
+      call.cancel();
+      const { err } = await done;
+      assert.equal(err?.code, grpc.status.CANCELLED);
+      const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+      assert.equal(rec.reset?.side, 'client');
+      assert.equal(rec.reset?.code, 8);
+      assert.ok(rec.responseMessages >= 1 && rec.responseMessages < 100);
+    });
+  });
+}

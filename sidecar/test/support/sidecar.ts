@@ -1,0 +1,82 @@
+// An in-process sidecar for tests: the real listener, proxy and admin port on
+// free ports, with a recording observer at the Observer seam so that tests can
+// read each call's record.
+import { loadConfig, type Config } from '../../src/config/load.ts';
+import { createLogger } from '../../src/log.ts';
+import type { CallRecord } from '../../src/observe/call-record.ts';
+import type { ConnectionRecord, GoawaySide, Observer } from '../../src/observe/observer.ts';
+import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
+
+export interface Recorder extends Observer {
+  started: CallRecord[];
+  ended: CallRecord[];
+  opened: ConnectionRecord[];
+  closed: ConnectionRecord[];
+  goaways: { side: GoawaySide; code: number }[];
+  /** Resolves once `n` calls have ended (rejects after `timeoutMs`). */
+  waitForEnded(n: number, timeoutMs?: number): Promise<CallRecord[]>;
+}
+
+export function createRecorder(): Recorder {
+  const waiters: (() => void)[] = [];
+  const notify = (): void => {
+    for (const w of waiters.splice(0)) w();
+  };
+  const r: Recorder = {
+    started: [],
+    ended: [],
+    opened: [],
+    closed: [],
+    goaways: [],
+    callStarted: (c) => r.started.push(c),
+    callEnded: (c) => {
+      r.ended.push(c);
+      notify();
+    },
+    connectionOpened: (c) => r.opened.push(c),
+    connectionClosed: (c) => r.closed.push(c),
+    goaway: (side, code) => r.goaways.push({ side, code }),
+    async waitForEnded(n, timeoutMs = 5000) {
+      const deadline = Date.now() + timeoutMs;
+      while (r.ended.length < n) {
+        if (Date.now() > deadline) throw new Error(`expected ${n} ended calls, saw ${r.ended.length}`);
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 50);
+        });
+      }
+      return r.ended;
+    },
+  };
+  return r;
+}
+
+export interface TestSidecar {
+  sidecar: Sidecar;
+  config: Config;
+  recorder: Recorder;
+  /** `http://127.0.0.1:port` of the proxy port. */
+  url: string;
+  port: number;
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startTestSidecar(upstreamUrl: string, extraArgs: string[] = []): Promise<TestSidecar> {
+  const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstreamUrl, '--log-level', 'silent', '--drain-timeout', '2s', ...extraArgs], {});
+  if (result.kind !== 'run') throw new Error('unexpected help');
+  const recorder = createRecorder();
+  const sidecar = await startSidecar(result.config, createLogger('silent'), { observers: [recorder], adminHandlers: new Map() });
+  const port = sidecar.proxyAddress.port;
+  return {
+    sidecar,
+    config: result.config,
+    recorder,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    adminUrl: `http://127.0.0.1:${sidecar.adminAddress.port}`,
+    stop: async () => {
+      await sidecar.drain();
+    },
+  };
+}
