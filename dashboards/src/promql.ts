@@ -1,0 +1,95 @@
+// PromQL builders for the dashboards. Every metric name is from
+// ../shared/METRICS.md; test/deploy checks each expression parses, names only
+// contract metrics, and returns data from a real Prometheus.
+
+/** Matchers ANDed inside one selector; empty entries are dropped. */
+export type Matchers = string[];
+
+export const SCOPE: Matchers = ['namespace=~"$namespace"', 'service=~"$service"', 'pod=~"$pod"'];
+export const METHOD: Matchers = ['method=~"$method"'];
+export const INBOUND: Matchers = ['direction="inbound"'];
+export const DIRECTION: Matchers = ['direction=~"$direction"'];
+
+export const RATE_WINDOW = '$__rate_interval';
+
+/** Where in time a query looks: now, or `offset` back (the "before" side). */
+export interface At {
+  offset?: string;
+}
+
+const NOW: At = {};
+
+function shift(at: At): string {
+  return at.offset ? ` offset ${at.offset}` : '';
+}
+
+export function selector(metric: string, matchers: Matchers, at: At = NOW): string {
+  return `${metric}{${matchers.filter(Boolean).join(', ')}}${shift(at)}`;
+}
+
+export function rate(metric: string, matchers: Matchers, at: At = NOW): string {
+  return `rate(${metric}{${matchers.filter(Boolean).join(', ')}}[${RATE_WINDOW}]${shift(at)})`;
+}
+
+function by(labels: string[]): string {
+  return labels.length ? ` by (${labels.join(', ')})` : '';
+}
+
+export function sumRate(labels: string[], metric: string, matchers: Matchers, at: At = NOW): string {
+  return `sum${by(labels)} (${rate(metric, matchers, at)})`;
+}
+
+export function sumGauge(labels: string[], metric: string, matchers: Matchers, at: At = NOW): string {
+  return `sum${by(labels)} (${selector(metric, matchers, at)})`;
+}
+
+/** The q-quantile of a classic histogram, per `labels`. */
+export function quantile(q: number, labels: string[], histogram: string, matchers: Matchers, at: At = NOW): string {
+  return `histogram_quantile(${q}, ${sumRate([...labels, 'le'], `${histogram}_bucket`, matchers, at)})`;
+}
+
+/** Mean observed value of a histogram (sum / count), per `labels`. */
+export function mean(labels: string[], histogram: string, matchers: Matchers, at: At = NOW): string {
+  return `${sumRate(labels, `${histogram}_sum`, matchers, at)}\n  /\n${sumRate(labels, `${histogram}_count`, matchers, at)}`;
+}
+
+/**
+ * numerator / denominator per `labels`, where a group with no numerator series
+ * (no errors yet, no misses yet) reads 0 rather than vanishing from the panel.
+ */
+export function ratio(
+  labels: string[],
+  numerator: { metric: string; matchers: Matchers },
+  denominator: { metric: string; matchers: Matchers },
+  at: At = NOW,
+): string {
+  const den = sumRate(labels, denominator.metric, denominator.matchers, at);
+  return `(\n  ${sumRate(labels, numerator.metric, numerator.matchers, at)}\n    or\n  ${den} * 0\n)\n  /\n${den}`;
+}
+
+/** Inbound calls per second per pod: the quantity the load balance is judged by. */
+export function podCallRate(scope: Matchers, at: At = NOW): string {
+  return sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope], at);
+}
+
+/**
+ * max / mean of the per-pod inbound call rate per service: the same figure as
+ * the namespace_service:rpcscope_pod_skew:ratio1m recording rule, computed
+ * inline so the dashboards work on a Prometheus without rpcscope's rules.
+ */
+export function podSkew(scope: Matchers): string {
+  const perPod = podCallRate(scope);
+  return `max by (namespace, service) (\n  ${perPod}\n)\n  /\navg by (namespace, service) (\n  ${perPod}\n)`;
+}
+
+/**
+ * Stream resets per (operation, protocol). Resets carry `method`, not
+ * `operation`; rpcscope_calls_total carries both, so it supplies the
+ * method -> operation mapping (one operation per method and protocol).
+ */
+export function resetsByOperation(matchers: Matchers, callMatchers: Matchers, at: At = NOW): string {
+  const resets = sumRate(['method', 'protocol'], 'rpcscope_stream_resets_total', matchers, at);
+  const mapping = `group by (method, protocol, operation) (${selector('rpcscope_calls_total', callMatchers, at)})`;
+  const calls = sumRate(['operation', 'protocol'], 'rpcscope_calls_total', callMatchers, at);
+  return `sum by (operation, protocol) (\n  ${resets}\n    * on (method, protocol) group_left (operation)\n  ${mapping}\n)\n  or\n${calls} * 0`;
+}

@@ -1,0 +1,196 @@
+// The committed Grafana dashboards: generated from dashboards/src, valid
+// against @grafana/schema, laid out on the grid, reading only contract
+// metrics, and made of PromQL that Prometheus parses.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { DASHBOARDS_DIR, buildDashboards, render } from '../../dashboards/generate.ts';
+import { typeErrors, type TypedValue } from './json-types.ts';
+import { loadContract } from './metrics-contract.ts';
+import { dashboardExpressions, metricNames, parseErrors, substitute } from './promql.ts';
+
+interface PanelJson {
+  id: number;
+  type: string;
+  title: string;
+  gridPos: { x: number; y: number; w: number; h: number };
+  datasource?: { type?: string; uid?: string };
+  targets?: { refId: string; expr: string; datasource?: { uid?: string } }[];
+  options?: Record<string, unknown>;
+  fieldConfig?: { defaults?: { custom?: unknown } };
+}
+interface DashboardJson {
+  uid: string;
+  title: string;
+  panels: PanelJson[];
+  templating: { list: { name: string; type: string; query?: unknown }[] };
+}
+
+const FILES = Object.keys(buildDashboards());
+const committed = new Map<string, DashboardJson>(
+  FILES.map((f) => [f, JSON.parse(readFileSync(join(DASHBOARDS_DIR, f), 'utf8')) as DashboardJson]),
+);
+
+/** Values that stand in for the template variables when the expressions are checked outside Grafana. */
+export const PARSE_VALUES: Record<string, string> = {
+  namespace: '.*',
+  service: '.*',
+  pod: '.*',
+  method: '.*',
+  operation: '.*',
+  direction: '.*',
+  compare: '1d',
+  __rate_interval: '1m',
+};
+
+const PLUGIN = 'rpcscope-protocolcompare-panel';
+const COMPARE_REFIDS = ['p50', 'p95', 'p99', 'rate', 'errors', 'deadline_miss', 'resets', 'req_bytes', 'resp_bytes'];
+const PODS_REFIDS = ['share', 'rate', 'connections', 'calls_per_connection', 'skew'];
+
+describe('dashboards', () => {
+  it('are the generator\'s output (run `node --import tsx dashboards/generate.ts` after editing dashboards/src)', () => {
+    for (const [file, d] of Object.entries(buildDashboards())) {
+      assert.equal(readFileSync(join(DASHBOARDS_DIR, file), 'utf8'), render(d), `dashboards/${file} is stale`);
+    }
+  });
+
+  it('validate against the dashboard and panel schemas of @grafana/schema', () => {
+    const values: TypedValue[] = [];
+    for (const [file, d] of committed) {
+      values.push({ label: file, type: 'Dashboard', value: d });
+      for (const p of d.panels) {
+        const at = `${file} / ${p.title}`;
+        if (p.type === 'timeseries') {
+          values.push({ label: `${at} options`, type: 'TimeseriesOptions', value: p.options });
+          values.push({ label: `${at} fieldConfig.custom`, type: 'TimeseriesFieldConfig', value: p.fieldConfig?.defaults?.custom });
+        } else if (p.type === 'stat') {
+          values.push({ label: `${at} options`, type: 'StatOptions', value: p.options });
+        }
+      }
+    }
+    const errors = typeErrors(
+      [
+        "import type { Dashboard } from '@grafana/schema';",
+        "import type { Options as TimeseriesOptions, FieldConfig as TimeseriesFieldConfig } from '@grafana/schema/dist/esm/raw/composable/timeseries/panelcfg/x/TimeSeriesPanelCfg_types.gen';",
+        "import type { Options as StatOptions } from '@grafana/schema/dist/esm/raw/composable/stat/panelcfg/x/StatPanelCfg_types.gen';",
+      ].join('\n'),
+      values,
+    );
+    assert.deepEqual(errors, []);
+  });
+
+  it('the schema check rejects a misspelt field and a wrong enum value', () => {
+    const d = [...committed.values()][0] ?? assert.fail('no dashboards');
+    const errors = typeErrors("import type { Dashboard } from '@grafana/schema';", [
+      { label: 'misspelt', type: 'Dashboard', value: { ...d, refersh: '30s' } },
+      { label: 'enum', type: 'Dashboard', value: { ...d, graphTooltip: 7 } },
+    ]);
+    assert.equal(errors.length, 2, errors.join('\n'));
+    assert.match(errors[0] ?? '', /^misspelt: .*'"refersh"' does not exist/);
+    assert.match(errors[1] ?? '', /^enum: .*graphTooltip/);
+  });
+
+  it('have unique uids, unique panel ids, and panels inside a non-overlapping 24-column grid', () => {
+    const uids = [...committed.values()].map((d) => d.uid);
+    assert.equal(new Set(uids).size, uids.length);
+    for (const [file, d] of committed) {
+      const ids = d.panels.map((p) => p.id);
+      assert.equal(new Set(ids).size, ids.length, `${file}: duplicate panel id`);
+      const cells = new Set<string>();
+      for (const p of d.panels) {
+        const { x, y, w, h } = p.gridPos;
+        assert.ok(x >= 0 && w > 0 && x + w <= 24 && h > 0, `${file} / ${p.title}: gridPos ${JSON.stringify(p.gridPos)}`);
+        for (let cx = x; cx < x + w; cx++) {
+          for (let cy = y; cy < y + h; cy++) {
+            const cell = `${cx},${cy}`;
+            assert.ok(!cells.has(cell), `${file} / ${p.title} overlaps another panel at ${cell}`);
+            cells.add(cell);
+          }
+        }
+      }
+    }
+  });
+
+  it('read from the chosen data source and define every variable they use', () => {
+    for (const [file, d] of committed) {
+      const names = d.templating.list.map((v) => v.name);
+      for (const required of ['datasource', 'namespace', 'service', 'pod', 'method']) {
+        assert.ok(names.includes(required), `${file}: no ${required} variable`);
+      }
+      for (const p of d.panels.filter((p) => p.type !== 'row')) {
+        assert.equal(p.datasource?.uid, '${datasource}', `${file} / ${p.title}: panel data source`);
+        for (const t of p.targets ?? []) assert.equal(t.datasource?.uid, '${datasource}', `${file} / ${p.title} / ${t.refId}`);
+      }
+      const defined = Object.fromEntries([...names, '__rate_interval'].map((n) => [n, 'x']));
+      for (const e of dashboardExpressions(d)) substitute(e.expr, defined);
+    }
+  });
+
+  it('give the panel plugin the refIds of its query contract in each mode', () => {
+    const modes = new Set<string>();
+    for (const d of committed.values()) {
+      for (const p of d.panels.filter((p) => p.type === PLUGIN)) {
+        const mode = p.options?.mode as string;
+        modes.add(mode);
+        const refIds = (p.targets ?? []).map((t) => t.refId).sort();
+        const expected =
+          mode === 'protocols' ? COMPARE_REFIDS
+          : mode === 'beforeAfter' ? [...COMPARE_REFIDS, ...COMPARE_REFIDS.map((r) => `${r}_before`)]
+          : mode === 'pods' ? PODS_REFIDS
+          : assert.fail(`${d.title} / ${p.title}: unknown mode ${mode}`);
+        assert.deepEqual(refIds, [...expected].sort(), `${d.title} / ${p.title}`);
+        assert.equal(p.options?.baseline, 'rest');
+        for (const t of p.targets ?? []) {
+          if (t.refId.endsWith('_before')) assert.match(t.expr, /offset \$compare/, `${p.title} / ${t.refId} looks back`);
+          else assert.doesNotMatch(t.expr, /offset/, `${p.title} / ${t.refId} looks at now`);
+        }
+      }
+    }
+    assert.deepEqual([...modes].sort(), ['beforeAfter', 'pods', 'protocols']);
+  });
+
+  it('name only metrics defined in METRICS.md', () => {
+    const { seriesNames } = loadContract();
+    const unknown: string[] = [];
+    let seen = 0;
+    for (const d of committed.values()) {
+      for (const e of dashboardExpressions(d)) {
+        for (const name of metricNames(e.expr)) {
+          seen++;
+          if (!seriesNames.has(name)) unknown.push(`${e.where}: ${name}`);
+        }
+      }
+    }
+    assert.ok(seen > 50, `only ${seen} metric references found`);
+    assert.deepEqual(unknown, []);
+  });
+
+  it('have PromQL that Prometheus parses', () => {
+    const exprs = [...committed.values()].flatMap((d) => dashboardExpressions(d)).map((e) => ({ ...e, expr: substitute(e.expr, PARSE_VALUES) }));
+    assert.deepEqual(parseErrors(exprs), []);
+  });
+});
+
+describe('PromQL helpers', () => {
+  it('pick out metric names, not functions, labels, keywords or durations', () => {
+    const expr =
+      'sum by (pod, le) (rate(rpcscope_calls_total{code!="OK", method=~"a/b"}[5m] offset 1d)) / on (pod) group_left () ' +
+      'namespace_service:rpcscope_pod_skew:ratio1m or histogram_quantile(0.9, x_bucket) * 0';
+    assert.deepEqual(metricNames(expr).sort(), ['namespace_service:rpcscope_pod_skew:ratio1m', 'rpcscope_calls_total', 'x_bucket']);
+  });
+
+  it('report an expression promtool cannot parse', () => {
+    const errors = parseErrors([
+      { where: 'good', expr: 'sum(rate(rpcscope_calls_total[1m]))' },
+      { where: 'bad', expr: 'sum(rate(rpcscope_calls_total[1m])' },
+    ]);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0] ?? '', /^bad: /);
+  });
+
+  it('refuse a variable they were not given a value for', () => {
+    assert.throws(() => substitute('rate(x{pod=~"$pods"}[1m])', { pod: '.*' }), /unknown variable \$pods/);
+    assert.equal(substitute('x{a="${namespace}"}[$__rate_interval]', { namespace: 'n', __rate_interval: '1m' }), 'x{a="n"}[1m]');
+  });
+});
