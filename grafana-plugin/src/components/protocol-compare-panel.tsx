@@ -1,0 +1,45 @@
+import React, { useMemo } from 'react';
+import { css } from '@emotion/css';
+import { GrafanaTheme2, PanelProps } from '@grafana/data';
+import { useStyles2 } from '@grafana/ui';
+import { diagnose } from '../model/expectations';
+import { readSeries } from '../model/series';
+import { withDefaults } from '../options/defaults';
+import { PanelOptions } from '../types';
+import { BeforeAfterView } from './before-after-view';
+import { MissingData } from './missing-data';
+import { PodsView } from './pods-view';
+import { ProtocolsView } from './protocols-view';
+
+export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
+  const { data, width, height, timeZone, timeRange } = props;
+  const styles = useStyles2(getStyles);
+  const options = useMemo(() => withDefaults(props.options), [props.options]);
+  const series = useMemo(() => readSeries(data.series), [data.series]);
+  const diagnosis = useMemo(() => diagnose(series, options), [series, options]);
+  const rangeSeconds = Math.max(1, (timeRange.to.valueOf() - timeRange.from.valueOf()) / 1000);
+
+  let body: React.ReactNode;
+  if (diagnosis) {
+    body = <MissingData diagnosis={diagnosis} />;
+  } else if (options.mode === 'beforeAfter') {
+    body = <BeforeAfterView series={series} options={options} rangeSeconds={rangeSeconds} />;
+  } else if (options.mode === 'pods') {
+    body = <PodsView series={series} options={options} width={width} timeZone={timeZone} />;
+  } else {
+    body = <ProtocolsView series={series} options={options} width={width} />;
+  }
+  return (
+    <div className={styles.root} style={{ width, height }} data-testid="rpcscope-panel" data-mode={options.mode}>
+      {body}
+    </div>
+  );
+}
+
+const getStyles = (theme: GrafanaTheme2) => ({
+  root: css({
+    overflow: 'auto',
+    color: theme.colors.text.primary,
+    fontSize: theme.typography.body.fontSize,
+  }),
+});
