@@ -1,3 +1,5 @@
+import type { GrpcCodeName } from './grpc-code-names.ts';
+
 /**
  * The HTTP status a REST gateway answers for each gRPC code, as gRPC
  * transcoding does (grpc-gateway's HTTPStatusFromCode, from the
@@ -25,4 +27,28 @@ const HTTP_STATUS_BY_CODE: readonly number[] = [
 
 export function httpStatusFromCode(code: number): number {
   return HTTP_STATUS_BY_CODE[code] ?? 500;
+}
+
+/**
+ * The code a REST caller's outcome counts as, by the google.rpc.Code table the
+ * sidecar uses (METRICS.md, `code` label), so the traffic generator's counts
+ * can be compared with the sidecar's series.
+ */
+export function codeFromHttpStatus(status: number): GrpcCodeName {
+  if (status >= 200 && status < 400) return 'OK';
+  const exact: Record<number, GrpcCodeName> = {
+    400: 'INVALID_ARGUMENT',
+    401: 'UNAUTHENTICATED',
+    403: 'PERMISSION_DENIED',
+    404: 'NOT_FOUND',
+    409: 'ABORTED',
+    412: 'FAILED_PRECONDITION',
+    429: 'RESOURCE_EXHAUSTED',
+    499: 'CANCELLED',
+    500: 'INTERNAL',
+    501: 'UNIMPLEMENTED',
+    503: 'UNAVAILABLE',
+    504: 'DEADLINE_EXCEEDED',
+  };
+  return exact[status] ?? (status < 500 ? 'FAILED_PRECONDITION' : 'UNKNOWN');
 }
