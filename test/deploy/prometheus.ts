@@ -34,6 +34,8 @@ export interface PrometheusOptions {
   ruleFiles?: string[];
   /** The job name shared by every target; the rules do not depend on it. */
   job?: string;
+  /** Further scrape jobs, as written in a prometheus.yml (for testing relabelling). */
+  rawScrapeConfigs?: unknown[];
 }
 
 export interface RunningPrometheus {
@@ -84,11 +86,16 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
     global: { scrape_interval: '1s', scrape_timeout: '900ms', evaluation_interval: '1s' },
     rule_files: opts.ruleFiles ?? [],
     scrape_configs: [
-      {
-        job_name: opts.job ?? 'rpcscope',
-        metrics_path: '/metrics',
-        static_configs: opts.targets.map((t) => ({ targets: [t.address], labels: t.labels })),
-      },
+      ...(opts.targets.length === 0
+        ? []
+        : [
+            {
+              job_name: opts.job ?? 'rpcscope',
+              metrics_path: '/metrics',
+              static_configs: opts.targets.map((t) => ({ targets: [t.address], labels: t.labels })),
+            },
+          ]),
+      ...(opts.rawScrapeConfigs ?? []),
     ],
   };
   const configFile = join(dir, 'prometheus.yml');

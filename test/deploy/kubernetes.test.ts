@@ -1,0 +1,301 @@
+// The Kubernetes manifests in deploy/kubernetes: every example overlay builds,
+// every resource validates against the Kubernetes (and Prometheus Operator)
+// schemas, and the pieces agree with each other — ports, labels, probes,
+// selectors — the way a cluster would need them to.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigMap, Service } from 'kubernetes-models/v1';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { parse, stringify } from 'yaml';
+import { typeErrors, type TypedValue } from './json-types.ts';
+import { canonical, kubectlKustomize, kustomize, type Resource } from './kustomize.ts';
+import { REPO_ROOT, loadContract } from './metrics-contract.ts';
+import { promtool } from './promql.ts';
+import { startPrometheus } from './prometheus.ts';
+import { startSyntheticSidecar } from './synthetic-sidecar.ts';
+
+const K8S = join(REPO_ROOT, 'deploy', 'kubernetes');
+const EXAMPLES = ['examples/orders', 'examples/orders-legacy', 'examples/client'];
+const built = new Map(EXAMPLES.map((e) => [e, kustomize(join(K8S, e))]));
+
+type Probe = { httpGet?: { path: string; port: string | number } };
+type Container = {
+  name: string;
+  image: string;
+  restartPolicy?: string;
+  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports?: { name?: string; containerPort: number }[];
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string }[];
+};
+type PodSpec = { containers: Container[]; initContainers?: Container[]; volumes?: { name: string; configMap?: { name: string } }[] };
+type DeploymentJson = Resource & {
+  spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec } };
+};
+type PodMonitorJson = Resource & {
+  spec: {
+    selector: { matchExpressions: { key: string; values: string[] }[] };
+    podMetricsEndpoints: { port: string; path: string; relabelings: { sourceLabels: string[]; targetLabel: string }[] }[];
+  };
+};
+type ServiceJson = Resource & { spec: { clusterIP?: string; selector: Record<string, string>; ports: { port: number; targetPort: number | string }[] } };
+
+function byKind<T extends Resource>(resources: Resource[], kind: string): T[] {
+  return resources.filter((r) => r.kind === kind) as T[];
+}
+
+function sidecarOf(d: DeploymentJson): { container: Container; native: boolean } {
+  const init = d.spec.template.spec.initContainers?.find((c) => c.name === 'rpcscope');
+  if (init) return { container: init, native: true };
+  const plain = d.spec.template.spec.containers.find((c) => c.name === 'rpcscope');
+  assert.ok(plain, `${d.metadata.name} has no rpcscope sidecar`);
+  return { container: plain, native: false };
+}
+
+function port(c: Container, name: string): number {
+  const p = c.ports?.find((p) => p.name === name);
+  assert.ok(p, `${c.name} has no port ${name}`);
+  return p.containerPort;
+}
+
+function sidecarConfig(resources: Resource[]): Record<string, string> {
+  const cm = byKind<Resource & { data: Record<string, string> }>(resources, 'ConfigMap').find((c) => c.metadata.name === 'rpcscope-config');
+  assert.ok(cm, 'no rpcscope-config ConfigMap');
+  return parse(cm.data['rpcscope.yaml'] ?? '') as Record<string, string>;
+}
+
+function envValue(c: Container, name: string): string | undefined {
+  return c.env?.find((e) => e.name === name)?.value;
+}
+
+function hostPortOf(addr: string): number {
+  return Number(addr.split(':').pop());
+}
+
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'v1/ConfigMap': ConfigMap as never,
+  'v1/Service': Service as never,
+  'apps/v1/Deployment': Deployment as never,
+  'monitoring.coreos.com/v1/PodMonitor': PodMonitor as never,
+};
+const TYPES: Record<string, string> = {
+  'v1/ConfigMap': 'IConfigMap',
+  'v1/Service': 'IService',
+  'apps/v1/Deployment': 'IDeployment',
+  'monitoring.coreos.com/v1/PodMonitor': 'IPodMonitor',
+};
+
+describe('kubernetes manifests', () => {
+  it('build the same with the test\'s Kustomize subset as with kubectl kustomize, where kubectl is installed', () => {
+    for (const e of [...EXAMPLES, 'base']) {
+      const theirs = kubectlKustomize(join(K8S, e));
+      if (theirs === undefined) continue;
+      assert.equal(canonical(kustomize(join(K8S, e))), canonical(theirs), e);
+    }
+  });
+
+  it('validate against the Kubernetes and Prometheus Operator schemas (kubernetes-models), unknown fields included', () => {
+    const typed: TypedValue[] = [];
+    for (const [example, resources] of built) {
+      assert.ok(resources.length >= 3, `${example} built ${resources.length} resources`);
+      for (const r of resources) {
+        const key = `${r.apiVersion}/${r.kind}`;
+        const Model = MODELS[key];
+        assert.ok(Model, `${example}: no schema for ${key}`);
+        assert.doesNotThrow(() => new Model(r as never).validate(), `${example}: ${key} ${r.metadata.name}`);
+        typed.push({ label: `${example}: ${r.kind} ${r.metadata.name}`, type: TYPES[key] ?? 'never', value: r });
+      }
+    }
+    const errors = typeErrors(
+      [
+        "import type { IConfigMap, IService } from 'kubernetes-models/v1';",
+        "import type { IDeployment } from 'kubernetes-models/apps/v1';",
+        "import type { IPodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';",
+      ].join('\n'),
+      typed,
+    );
+    assert.deepEqual(errors, []);
+  });
+
+  it('the schema checks reject a bad field value and a misspelt field', () => {
+    const d = byKind<DeploymentJson>(built.get('examples/orders') ?? [], 'Deployment')[0];
+    assert.ok(d);
+    const bad = structuredClone(d);
+    const sidecar = sidecarOf(bad).container;
+    sidecar.ports = [{ name: 'rpcscope-admin', containerPort: 'x' as unknown as number }];
+    assert.throws(() => new Deployment(bad as never).validate(), /containerPort/);
+    const misspelt = structuredClone(d);
+    (sidecarOf(misspelt).container as Record<string, unknown>).restartpolicy = 'Always';
+    const errors = typeErrors("import type { IDeployment } from 'kubernetes-models/apps/v1';", [{ label: 'd', type: 'IDeployment', value: misspelt }]);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0] ?? '', /restartpolicy/);
+  });
+
+  it('run the sidecar natively (init container, restartPolicy Always) or, for older clusters, as a plain container that is otherwise the same', () => {
+    const [native] = byKind<DeploymentJson>(built.get('examples/orders') ?? [], 'Deployment');
+    const [legacy] = byKind<DeploymentJson>(built.get('examples/orders-legacy') ?? [], 'Deployment');
+    assert.ok(native && legacy);
+    const n = sidecarOf(native);
+    const l = sidecarOf(legacy);
+    assert.ok(n.native && n.container.restartPolicy === 'Always');
+    assert.ok(!l.native && l.container.restartPolicy === undefined);
+    const { restartPolicy: _ignored, ...nativeRest } = n.container;
+    assert.deepEqual(l.container, nativeRest);
+    assert.equal(legacy.spec.template.spec.containers.length, 2);
+    assert.deepEqual(native.spec.template.spec.containers.map((c) => c.name), ['orders']);
+  });
+
+  for (const example of EXAMPLES) {
+    it(`${example}: sidecar has the downward API, probes on the admin port, sized resources and a locked-down container`, () => {
+      const resources = built.get(example) ?? [];
+      const config = sidecarConfig(resources);
+      for (const d of byKind<DeploymentJson>(resources, 'Deployment')) {
+        const { container: c } = sidecarOf(d);
+        assert.match(c.image, /^rpcscope\/sidecar:\d+\.\d+\.\d+$/);
+        assert.equal(c.env?.find((e) => e.name === 'POD_NAME')?.valueFrom?.fieldRef?.fieldPath, 'metadata.name');
+        assert.equal(c.env?.find((e) => e.name === 'POD_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
+        const admin = port(c, 'rpcscope-admin');
+        assert.equal(admin, hostPortOf(envValue(c, 'RPCSCOPE_ADMIN') ?? config.admin ?? ''), 'admin port agrees with the config file');
+        assert.deepEqual(c.readinessProbe?.httpGet, { path: '/readyz', port: 'rpcscope-admin' });
+        assert.deepEqual(c.livenessProbe?.httpGet, { path: '/healthz', port: 'rpcscope-admin' });
+        assert.deepEqual(c.resources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '256Mi' } });
+        assert.equal(c.securityContext?.runAsNonRoot, true);
+        assert.equal(c.securityContext?.readOnlyRootFilesystem, true);
+        const annotations = d.spec.template.metadata.annotations ?? {};
+        assert.equal(annotations['prometheus.io/scrape'], 'true');
+        assert.equal(Number(annotations['prometheus.io/port']), admin);
+        assert.equal(annotations['prometheus.io/path'], '/metrics');
+        const configVolume = d.spec.template.spec.volumes?.find((v) => v.name === 'rpcscope-config');
+        assert.equal(configVolume?.configMap?.name, 'rpcscope-config');
+        assert.ok(c.volumeMounts?.some((m) => m.name === 'rpcscope-config' && m.mountPath === '/etc/rpcscope'));
+        assert.deepEqual(d.spec.selector.matchLabels, { 'app.kubernetes.io/name': d.spec.template.metadata.labels['app.kubernetes.io/name'] });
+        for (const other of d.spec.template.spec.containers) assert.doesNotMatch(other.image, /:latest$|^[^:]+$/, `${other.name} image is pinned`);
+      }
+    });
+
+    it(`${example}: the PodMonitor selects the sidecar pods and scrapes a port they declare`, () => {
+      const resources = built.get(example) ?? [];
+      const [pm] = byKind<PodMonitorJson>(resources, 'PodMonitor');
+      assert.ok(pm);
+      const expr = pm.spec.selector.matchExpressions[0];
+      assert.ok(expr);
+      for (const d of byKind<DeploymentJson>(resources, 'Deployment')) {
+        assert.ok(expr.values.includes(d.spec.template.metadata.labels[expr.key] ?? ''), `${d.metadata.name} pods are not selected`);
+        const endpoint: PodMonitorJson['spec']['podMetricsEndpoints'][number] | undefined = pm.spec.podMetricsEndpoints[0];
+        assert.ok(endpoint);
+        port(sidecarOf(d).container, endpoint.port);
+        assert.equal(endpoint.path, '/metrics');
+        assert.ok(endpoint.relabelings.some((r) => r.targetLabel === 'service' && r.sourceLabels[0] === '__meta_kubernetes_pod_label_app_kubernetes_io_name'));
+      }
+    });
+  }
+
+  it('inbound: the Service sends calls to the sidecar, and the sidecar to the app', () => {
+    const resources = built.get('examples/orders') ?? [];
+    const config = sidecarConfig(resources);
+    const [d] = byKind<DeploymentJson>(resources, 'Deployment');
+    assert.ok(d);
+    const sidecar = sidecarOf(d).container;
+    assert.equal(envValue(sidecar, 'RPCSCOPE_MODE'), 'inbound');
+    const proxyPort = port(sidecar, 'rpcscope-proxy');
+    assert.equal(proxyPort, hostPortOf(config.listen ?? ''));
+    const app = d.spec.template.spec.containers.find((c) => c.name === 'orders');
+    assert.ok(app);
+    const upstream = new URL(config.upstream ?? '');
+    assert.equal(upstream.hostname, '127.0.0.1');
+    assert.equal(Number(upstream.port), port(app, 'app'));
+    const services = byKind<ServiceJson>(resources, 'Service');
+    assert.equal(services.length, 2);
+    for (const s of services) {
+      assert.deepEqual(s.spec.selector, { 'app.kubernetes.io/name': d.spec.template.metadata.labels['app.kubernetes.io/name'] });
+      for (const p of s.spec.ports) assert.equal(p.targetPort, proxyPort, `${s.metadata.name} bypasses the sidecar`);
+    }
+    assert.equal(services.find((s) => s.metadata.name === 'orders-headless')?.spec.clusterIP, 'None');
+  });
+
+  it('outbound: the client\'s sidecar balances over the order pods through their headless Service', () => {
+    const client = built.get('examples/client') ?? [];
+    const orders = built.get('examples/orders') ?? [];
+    const [d] = byKind<DeploymentJson>(client, 'Deployment');
+    assert.ok(d);
+    const sidecar = sidecarOf(d).container;
+    assert.equal(envValue(sidecar, 'RPCSCOPE_MODE'), 'outbound');
+    assert.match(envValue(sidecar, 'RPCSCOPE_BALANCE') ?? '', /^(round_robin|least_request|ewma|sticky)$/);
+    const listen = envValue(sidecar, 'RPCSCOPE_LISTEN') ?? '';
+    assert.ok(listen.startsWith('127.0.0.1:'), 'the outbound listener is only for the app in the pod');
+    const app = d.spec.template.spec.containers.find((c) => c.name === 'client') as Container & { args?: string[] };
+    assert.ok(app?.args?.includes(`http://${listen}`), 'the app calls its local sidecar');
+    const headless = byKind<ServiceJson>(orders, 'Service').find((s) => s.spec.clusterIP === 'None');
+    assert.ok(headless);
+    const [host, endpointPort] = (envValue(sidecar, 'RPCSCOPE_ENDPOINTS') ?? '').split(':');
+    assert.equal(host, `${headless.metadata.name}.${headless.metadata.namespace}.svc.cluster.local`);
+    assert.equal(Number(endpointPort), headless.spec.ports[0]?.port);
+    assert.notEqual(d.metadata.namespace, headless.metadata.namespace, 'the example crosses namespaces');
+  });
+});
+
+describe('annotation-based scraping without the Prometheus Operator', () => {
+  const file = join(REPO_ROOT, 'deploy', 'prometheus', 'scrape-kubernetes.yml');
+  type ScrapeConfig = { job_name: string; kubernetes_sd_configs?: unknown; relabel_configs: unknown[]; [k: string]: unknown };
+  const config = parse(readFileSync(file, 'utf8')) as { scrape_configs: ScrapeConfig[]; rule_files: string[] };
+  const job = config.scrape_configs[0];
+
+  it('attaches namespace, pod and service to the sidecar\'s admin port only, as the PodMonitor does', async () => {
+    assert.ok(job?.kubernetes_sd_configs);
+    // Debian's Prometheus is built without Kubernetes discovery, so the pod
+    // role's targets are fed through file_sd with the labels it would attach
+    // (an app port, the proxy port and the admin port of one pod).
+    const sidecar = await startSyntheticSidecar(loadContract(), 1);
+    const dir = mkdtempSync(join(tmpdir(), 'rpcscope-sd-'));
+    const pod = (port: string, name: string, container: string, address: string) => ({
+      targets: [address],
+      labels: {
+        __meta_kubernetes_namespace: 'shop',
+        __meta_kubernetes_pod_name: 'orders-7c9d-x2x',
+        __meta_kubernetes_pod_label_app_kubernetes_io_name: 'orders',
+        __meta_kubernetes_pod_label_rpcscope_dev_sidecar: 'inbound',
+        __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
+        __meta_kubernetes_pod_annotation_prometheus_io_path: '/metrics',
+        __meta_kubernetes_pod_container_name: container,
+        __meta_kubernetes_pod_container_port_name: name,
+        __meta_kubernetes_pod_container_port_number: port,
+      },
+    });
+    writeFileSync(
+      join(dir, 'pods.json'),
+      JSON.stringify([pod('8080', 'app', 'orders', '127.0.0.1:9'), pod('15001', 'rpcscope-proxy', 'rpcscope', '127.0.0.1:9'), pod('15090', 'rpcscope-admin', 'rpcscope', sidecar.address)]),
+    );
+    const { kubernetes_sd_configs: _k8s, ...rest } = job;
+    const staticJob = { ...rest, file_sd_configs: [{ files: [join(dir, 'pods.json')] }] };
+    const prom = await startPrometheus({ targets: [], rawScrapeConfigs: [staticJob] });
+    try {
+      const up = await prom.waitForData('up{job="rpcscope"}');
+      assert.equal(up.length, 1, JSON.stringify(up));
+      const labels = up[0]?.metric ?? {};
+      assert.equal(labels.namespace, 'shop');
+      assert.equal(labels.pod, 'orders-7c9d-x2x');
+      assert.equal(labels.service, 'orders');
+      assert.equal(labels.instance, sidecar.address);
+      assert.equal(up[0]?.value[1], '1');
+      const check = join(dir, 'check.yml');
+      writeFileSync(check, stringify({ ...config, rule_files: [], scrape_configs: [staticJob] }));
+      const r = promtool(['check', 'config', check]);
+      assert.ok(r.ok, r.output);
+    } finally {
+      await prom.stop();
+      await sidecar.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('loads the rpcscope rules', () => {
+    assert.deepEqual(config.rule_files, ['rules/rpcscope.rules.yml']);
+  });
+});
