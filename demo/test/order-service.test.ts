@@ -78,15 +78,17 @@ describe('order service', () => {
 
   test('WatchOrders follows orders created while it runs', async () => {
     const client = createClient(OrderService, rpcTransports.find((t) => t.protocol === 'grpc')!.make(upstream.url));
-    const watching = (async () => {
-      const events = [];
-      for await (const event of client.watchOrders({ maxEvents: 1, customer: 'new-customer' })) events.push(event);
-      return events;
-    })();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const created = await client.createOrder({ customer: 'new-customer', items: [{ sku: 'sku-dock', quantity: 1 }] });
-    const events = await watching;
-    assert.deepEqual(events.map((e) => [e.kind, e.order?.id]), [[OrderEvent_Kind.CREATED, created.id]]);
+    const items = [{ sku: 'sku-dock', quantity: 1 }];
+    const stream = client.watchOrders({ maxEvents: 2, customer: 'watched-customer' })[Symbol.asyncIterator]();
+    const firstEvent = stream.next();
+    // The first order may arrive replayed or live, depending on when the watch subscribed;
+    // once it has arrived the watch is live, so the second must come as CREATED.
+    const first = await client.createOrder({ customer: 'watched-customer', items });
+    assert.equal((await firstEvent).value?.order?.id, first.id);
+    const second = await client.createOrder({ customer: 'watched-customer', items });
+    const event = (await stream.next()).value;
+    assert.deepEqual([event?.kind, event?.order?.id], [OrderEvent_Kind.CREATED, second.id]);
+    assert.equal((await stream.next()).done, true);
   });
 
   describe('REST by the google.api.http rules', () => {
