@@ -118,6 +118,16 @@ for (const server of servers) {
           assert.equal(err.code, Code.PermissionDenied);
         });
 
+        test('a client abort mid-stream leaves the server serving', async () => {
+          const abort = new AbortController();
+          const stream = client.serverStream({ responses: 1000, delayMs: 5 }, { signal: abort.signal })[Symbol.asyncIterator]();
+          await stream.next();
+          abort.abort();
+          const err = await failureOf(() => stream.next());
+          assert.equal(err.code, Code.Canceled);
+          assert.equal((await client.echo({ message: 'alive' })).message, 'alive');
+        });
+
         test('delay_ms past the deadline ends in DEADLINE_EXCEEDED', async () => {
           const err = await failureOf(() => client.echo({ delayMs: 2000 }, { timeoutMs: 50 }));
           assert.equal(err.code, Code.DeadlineExceeded);

@@ -113,6 +113,17 @@ describe('echo REST routes', () => {
     assert.equal(res.body.length, 10);
   });
 
+  test('an HTTP/1.1 client leaving mid-stream leaves the server serving', async () => {
+    const req = http.get(`${upstream.url}/v1/events?n=1000&interval_ms=5`);
+    req.on('error', () => {});
+    const res = await new Promise<http.IncomingMessage>((resolve) => req.on('response', resolve));
+    await new Promise((resolve) => res.once('data', resolve));
+    req.destroy();
+    const after = await fetch(`${upstream.url}/v1/echo/alive`);
+    assert.equal(after.status, 200);
+    await after.body?.cancel();
+  });
+
   test('GET /v1/events sends N server-sent events', async () => {
     const res = await fetch(`${upstream.url}/v1/events?n=4&interval_ms=10`);
     assert.equal(res.headers.get('content-type'), 'text/event-stream');
