@@ -3,7 +3,7 @@ import { TextDecoder, TextEncoder } from 'util';
 
 Object.assign(globalThis, { TextDecoder, TextEncoder });
 
-// @grafana/ui reads matchMedia for theme breakpoints; uPlot (behind Sparkline) asks a canvas for its context.
+// @grafana/ui reads matchMedia for theme breakpoints.
 Object.defineProperty(globalThis, 'matchMedia', {
   writable: true,
   value: (query: string) => ({
@@ -17,4 +17,35 @@ Object.defineProperty(globalThis, 'matchMedia', {
     dispatchEvent: () => false,
   }),
 });
-HTMLCanvasElement.prototype.getContext = (() => null) as typeof HTMLCanvasElement.prototype.getContext;
+
+// uPlot (behind Sparkline) draws on a 2D canvas, which jsdom does not have: a context whose
+// every method does nothing lets it run. What the sparklines look like is checked in Chromium.
+const context2d: object = new Proxy(
+  {},
+  {
+    get: (_target, prop) => {
+      if (prop === 'measureText') {
+        return () => ({ width: 0 });
+      }
+      if (prop === 'canvas') {
+        return undefined;
+      }
+      return () => undefined;
+    },
+    set: () => true,
+  }
+);
+HTMLCanvasElement.prototype.getContext = (() => context2d) as unknown as typeof HTMLCanvasElement.prototype.getContext;
+
+// uPlot builds its paths as Path2D objects before stroking them on the context above.
+class Path2DStub {
+  addPath() {}
+  moveTo() {}
+  lineTo() {}
+  rect() {}
+  arc() {}
+  bezierCurveTo() {}
+  quadraticCurveTo() {}
+  closePath() {}
+}
+Object.assign(globalThis, { Path2D: Path2DStub });

@@ -1,6 +1,6 @@
 // Packages that ship only ES modules, which jest (CommonJS) must transform. '.pnpm' keeps the
 // first node_modules/ of a pnpm path from matching, so the list decides on the package itself.
-const nodeModulesToTransform = (moduleNames) => `node_modules\/(?!.*(${moduleNames.join('|')})\/.*)`;
+const nodeModulesToTransform = (moduleNames) => `node_modules/(?!.*(${moduleNames.join('|')})/.*)`;
 
 const grafanaESModules = [
   '.pnpm',

@@ -40,6 +40,9 @@ describe('compare', () => {
 describe('formatValue', () => {
   it.each([
     [0.0123, 'latency', { latencyUnit: 'auto' }, '12.3 ms'],
+    [0.1, 'latency', { latencyUnit: 'auto' }, '100 ms'],
+    [0.00042, 'latency', { latencyUnit: 'auto' }, '420 µs'],
+    [2.5, 'latency', { latencyUnit: 'auto' }, '2.5 s'],
     [0.0123, 'latency', { latencyUnit: 'ms' }, '12.3 ms'],
     [1.5, 'latency', { latencyUnit: 'ms' }, '1500 ms'],
     [0.0123, 'latency', { latencyUnit: 's' }, '0.0123 s'],

@@ -41,6 +41,17 @@ export function formatValue(value: number | null, kind: MetricKind, units: Units
       if (units.latencyUnit === 's') {
         return `${significant(value)} s`;
       }
+      // Three significant digits in the unit that suits the size; Grafana's 's' format varies
+      // its decimals ("62 ms" next to "100.0 ms"), which misaligns a column.
+      if (Math.abs(value) < 0.001 && value !== 0) {
+        return `${significant(value * 1e6)} µs`;
+      }
+      if (Math.abs(value) < 1) {
+        return `${significant(value * 1000)} ms`;
+      }
+      if (Math.abs(value) < 60) {
+        return `${significant(value)} s`;
+      }
       return grafana('s', value);
     case 'rate':
     case 'per_second':

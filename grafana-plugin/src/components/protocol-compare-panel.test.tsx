@@ -1,0 +1,153 @@
+import React from 'react';
+import { render, screen, within } from '@testing-library/react';
+import { createTheme, DataFrame, ThemeContext } from '@grafana/data';
+import { panelProps } from '../../test-support/panel-props';
+import { promFrames } from '../../test-support/prometheus-frames';
+import { PanelOptions } from '../types';
+import { ProtocolComparePanel } from './protocol-compare-panel';
+
+const op = (operation: string, protocol: string) => ({ operation, protocol });
+const steady = (v: number, n = 6) => Array.from({ length: n }, () => v);
+
+function renderPanel(frames: DataFrame[], options: Partial<PanelOptions>, mode: 'dark' | 'light' = 'dark') {
+  const theme = createTheme({ colors: { mode } });
+  const utils = render(
+    <ThemeContext.Provider value={theme}>
+      <ProtocolComparePanel {...panelProps(frames, options)} />
+    </ThemeContext.Provider>
+  );
+  return { ...utils, theme };
+}
+
+const cell = (container: HTMLElement, operation: string, protocol: string, metric: string) => {
+  const el = container.querySelector<HTMLElement>(
+    `td[data-operation="${operation}"][data-protocol="${protocol}"][data-metric="${metric}"]`
+  );
+  if (!el) {
+    throw new Error(`no cell ${operation}/${protocol}/${metric}`);
+  }
+  return el;
+};
+
+const protocolFrames = [
+  ...promFrames('p99', [
+    { labels: op('GetOrder', 'rest'), values: steady(0.1) },
+    { labels: op('GetOrder', 'grpc'), values: steady(0.062) },
+  ]),
+  ...promFrames('errors', [
+    { labels: op('GetOrder', 'rest'), values: steady(0.001) },
+    { labels: op('GetOrder', 'grpc'), values: steady(0.021) },
+  ]),
+];
+
+describe('protocols mode', () => {
+  it.each(['dark', 'light'] as const)('shows values and coloured deltas against the baseline (%s theme)', (mode) => {
+    const { container, theme } = renderPanel(protocolFrames, { mode: 'protocols', metrics: ['p99', 'errors'] }, mode);
+    expect(screen.getByRole('columnheader', { name: /REST\s*baseline/ })).toBeInTheDocument();
+
+    const p99 = cell(container, 'GetOrder', 'grpc', 'p99');
+    expect(p99).toHaveTextContent('62 ms');
+    const delta = within(p99).getByText('\u221238 %');
+    expect(delta).toHaveAttribute('title', 'p99 \u221238 % vs REST (better)');
+    expect(delta).toHaveStyle({ color: theme.colors.success.text });
+
+    const errors = within(cell(container, 'GetOrder', 'grpc', 'errors')).getByText('+2.00 pp');
+    expect(errors).toHaveStyle({ color: theme.colors.error.text });
+
+    // The baseline column has values but no delta.
+    expect(cell(container, 'GetOrder', 'rest', 'p99').textContent).toBe('100 ms');
+  });
+
+  it('draws a sparkline in each cell with a series, unless turned off', () => {
+    const { container, unmount } = renderPanel(protocolFrames, { mode: 'protocols', metrics: ['p99'] });
+    expect(cell(container, 'GetOrder', 'grpc', 'p99').querySelector('.uplot canvas')).not.toBeNull();
+    unmount();
+    const off = renderPanel(protocolFrames, { mode: 'protocols', metrics: ['p99'], showSparklines: false });
+    expect(off.container.querySelector('.uplot')).toBeNull();
+  });
+
+  it('says when the baseline protocol has no series', () => {
+    renderPanel(protocolFrames, { mode: 'protocols', baseline: 'connect', metrics: ['p99'] });
+    expect(screen.getByText('No Connect series to compare with: choose another baseline protocol.')).toBeInTheDocument();
+  });
+});
+
+describe('before/after mode', () => {
+  it('shows both sides, the change, and warns where a side has too few calls', () => {
+    const frames = [
+      ...promFrames('p99', [
+        { labels: op('GetOrder', 'grpc'), values: steady(0.05) },
+        { labels: op('ListOrders', 'grpc'), values: steady(0.2) },
+      ]),
+      ...promFrames('p99_before', [
+        { labels: op('GetOrder', 'rest'), values: steady(0.1) },
+        { labels: op('ListOrders', 'grpc'), values: steady(0.1) },
+      ]),
+      ...promFrames('rate', [
+        { labels: op('GetOrder', 'grpc'), values: steady(10) },
+        { labels: op('ListOrders', 'grpc'), values: steady(0.1) },
+      ]),
+      ...promFrames('rate_before', [
+        { labels: op('GetOrder', 'rest'), values: steady(10) },
+        { labels: op('ListOrders', 'grpc'), values: steady(10) },
+      ]),
+    ];
+    const { container } = renderPanel(frames, { mode: 'beforeAfter', metrics: ['p99'] });
+    const getOrder = container.querySelector<HTMLElement>('tbody[data-operation="GetOrder"]')!;
+    expect(getOrder).toHaveTextContent('REST → gRPC');
+    expect(getOrder).toHaveTextContent('900 → 900 calls');
+    expect(within(getOrder).getByText('\u221250 %')).toHaveAttribute('data-verdict', 'better');
+    expect(within(getOrder).queryByRole('alert')).toBeNull();
+
+    const listOrders = container.querySelector<HTMLElement>('tbody[data-operation="ListOrders"]')!;
+    expect(within(listOrders).getByRole('alert')).toHaveTextContent('Too few calls (9 after; need 500): deltas unreliable');
+    expect(within(listOrders).getByText('+100 %')).toHaveAttribute('data-verdict', 'worse');
+  });
+});
+
+describe('pods mode', () => {
+  it('shows the skew figure, the pinned pod and when the skew began', () => {
+    const frames = [
+      ...promFrames('rate', [
+        { labels: { pod: 'orders-0' }, values: [10, 10, 10, 70, 70, 70] },
+        { labels: { pod: 'orders-1' }, values: [10, 10, 10, 15, 15, 15] },
+        { labels: { pod: 'orders-2' }, values: [10, 10, 10, 15, 15, 15] },
+      ], 1_700_000_000, 60),
+      ...promFrames('connections', [
+        { labels: { pod: 'orders-0' }, values: [1] },
+        { labels: { pod: 'orders-1' }, values: [3] },
+        { labels: { pod: 'orders-2' }, values: [3] },
+      ], 1_700_000_000, 60),
+    ];
+    const { container } = renderPanel(frames, { mode: 'pods', reducer: 'last' });
+    expect(container.querySelector('[data-role="skew-value"]')).toHaveTextContent('2.10');
+    expect(container.querySelector('[data-role="pinned"]')).toHaveTextContent(
+      'Pinned: orders-0 takes 70 % of calls (70/s) over 1 connection'
+    );
+    // 1_700_000_000 + 3 × 60 s is 22:16 UTC.
+    expect(container.querySelector('[data-role="since"]')).toHaveTextContent('Skew ≥ 1.5 since 22:16');
+    const pinned = container.querySelector<HTMLElement>('tr[data-pinned="true"]')!;
+    expect(pinned).toHaveAttribute('data-pod', 'orders-0');
+    expect(within(pinned).getByText('pinned')).toBeInTheDocument();
+    expect(container.querySelectorAll('tr[data-pinned="false"]')).toHaveLength(2);
+  });
+});
+
+describe('data that does not fit the mode', () => {
+  it('names the expected labels, what was found, and an example query', () => {
+    renderPanel(promFrames('p99', [{ labels: { job: 'rpcscope' }, values: [1] }]), { mode: 'protocols', metrics: ['p99'] });
+    const status = screen.getByRole('status');
+    expect(status).toHaveTextContent('The series of p99 lack the label operation or protocol.');
+    expect(status).toHaveTextContent('whose series carry the labels operation and protocol');
+    expect(status).toHaveTextContent('Found: p99 (labels job)');
+    expect(status).toHaveTextContent(
+      'histogram_quantile(0.99, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[$__rate_interval])))'
+    );
+  });
+
+  it('says the queries returned nothing', () => {
+    renderPanel([], { mode: 'pods' });
+    expect(screen.getByRole('status')).toHaveTextContent('The queries returned no data.');
+    expect(screen.getByRole('status')).toHaveTextContent('sum by (pod) (rpcscope_connections_active{side="downstream"})');
+  });
+});
