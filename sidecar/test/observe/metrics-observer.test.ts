@@ -1,0 +1,390 @@
+// Golden tests of the exposition: hand-built call records in, the exact text of
+// /metrics out, scraped over HTTP. METRICS.md is the contract these pin.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
+import type { CallRecord } from '../../src/observe/call-record.ts';
+import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
+import type { MetricsObserver, MetricsObserverOptions } from '../../src/observe/metrics-observer.ts';
+import type { ConnectionRecord } from '../../src/observe/observer.ts';
+import { loadOperationsFile } from '../../src/route/operation-map.ts';
+import { loadProtoDir } from '../../src/route/proto-catalog.ts';
+import { endedCall } from './records.ts';
+import { contractSamples, scrape } from './scrape.ts';
+
+const fixtures = join(import.meta.dirname, '../fixtures');
+const observers: MetricsObserver[] = [];
+after(() => Promise.all(observers.map((o) => o.shutdown())));
+
+function observer(opts: Partial<MetricsObserverOptions> = {}): MetricsObserver {
+  const o = createMetricsObserver({ maxMethods: 100, env: {}, ...opts });
+  observers.push(o);
+  return o;
+}
+
+/** A call through its whole life: started, filled in as the proxy would, ended. */
+function run(o: MetricsObserver, fields: Parameters<typeof endedCall>[0] = {}): CallRecord {
+  const call = endedCall(fields);
+  const end = call.endTime;
+  call.endTime = 0;
+  o.callStarted(call);
+  call.endTime = end;
+  o.callEnded(call);
+  return call;
+}
+
+function connection(fields: Partial<ConnectionRecord> = {}): ConnectionRecord {
+  return { id: 1, side: 'downstream', httpVersion: '2', peer: '10.0.0.9:40000', openTime: 0, closeTime: 0, calls: 0, active: 0, ...fields };
+}
+
+const okGrpc = { httpStatus: 200, grpcStatus: 0, requestMessages: 1, responseMessages: 1 };
+
+/** Sample lines of one metric (its histogram series included). */
+function samples(text: string, name: string): string[] {
+  return contractSamples(text).filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `) || l.startsWith(`${name}_`));
+}
+
+describe('golden exposition', () => {
+  test('one gRPC unary call, end to end', async () => {
+    const o = observer({ serviceName: 'orders-sidecar', env: { POD_NAME: 'orders-7d9f', POD_NAMESPACE: 'shop' } });
+    o.connectionOpened(connection());
+    run(o, {
+      ...okGrpc,
+      ms: 12.5,
+      upstreamStartTime: 1000.5,
+      upstreamHeadersTime: 1011,
+      firstResponseMessageTime: 1011.5,
+      upstreamEndTime: 1012,
+      requestBytes: 24,
+      responseBytes: 310,
+      deadline: { header: 'grpc-timeout', raw: '250m', ms: 250 },
+      upstream: '10.1.2.3:50051',
+    });
+    o.connectionClosed(connection({ closeTime: 30_000, calls: 1 }));
+    const text = await scrape(o);
+    const golden = readFileSync(join(fixtures, 'golden/grpc-unary-call.prom'), 'utf8');
+    assert.equal(text.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(process_|nodejs_)/.test(l)).join('\n'), golden);
+  });
+});
+
+/** METRICS.md, as data: each metric's type and exact label names. */
+const CONTRACT: Record<string, [type: string, labels: string[]]> = {
+  rpcscope_calls_total: ['counter', ['direction', 'protocol', 'encoding', 'method', 'operation', 'code', 'http_status']],
+  rpcscope_calls_active: ['gauge', ['direction', 'protocol', 'method']],
+  rpcscope_call_duration_seconds: ['histogram', ['direction', 'protocol', 'encoding', 'method', 'operation', 'code']],
+  rpcscope_payload_bytes: ['histogram', ['direction', 'protocol', 'encoding', 'method', 'operation', 'flow']],
+  rpcscope_proxy_overhead_seconds: ['histogram', ['direction', 'protocol']],
+  rpcscope_stream_duration_seconds: ['histogram', ['direction', 'protocol', 'method', 'stream_type']],
+  rpcscope_stream_first_message_seconds: ['histogram', ['direction', 'protocol', 'method']],
+  rpcscope_messages_total: ['counter', ['direction', 'protocol', 'method', 'flow']],
+  rpcscope_stream_resets_total: ['counter', ['direction', 'protocol', 'method', 'side', 'error_code']],
+  rpcscope_http2_goaways_total: ['counter', ['side', 'error_code']],
+  rpcscope_deadline_requested_seconds: ['histogram', ['direction', 'protocol', 'method']],
+  rpcscope_deadline_exceeded_total: ['counter', ['direction', 'protocol', 'method', 'detected_by']],
+  rpcscope_deadline_used_ratio: ['histogram', ['direction', 'protocol', 'method']],
+  rpcscope_calls_without_deadline_total: ['counter', ['direction', 'protocol', 'method']],
+  rpcscope_deadline_header_invalid_total: ['counter', ['direction', 'protocol']],
+  rpcscope_connections_active: ['gauge', ['side', 'http_version']],
+  rpcscope_connection_duration_seconds: ['histogram', ['side', 'http_version']],
+  rpcscope_connection_calls: ['histogram', ['side', 'http_version']],
+  rpcscope_upstream_calls_total: ['counter', ['upstream', 'code']],
+  rpcscope_upstream_calls_active: ['gauge', ['upstream']],
+  rpcscope_upstream_call_duration_seconds: ['histogram', ['upstream']],
+};
+
+/** The le values METRICS.md gives a range for: first and last finite bucket. */
+const BUCKET_RANGES: Record<string, [string, string]> = {
+  rpcscope_call_duration_seconds: ['0.0005', '30'],
+  rpcscope_payload_bytes: ['64', '67108864'],
+  rpcscope_stream_duration_seconds: ['0.01', '3600'],
+  rpcscope_deadline_used_ratio: ['0.1', '2'],
+};
+
+function labelNames(sample: string): string[] {
+  const body = /\{(.*)\}/.exec(sample)?.[1] ?? '';
+  return [...body.matchAll(/([a-z_]+)="(?:[^"\\]|\\.)*"/g)].map((m) => m[1]!);
+}
+
+describe('the METRICS.md contract', () => {
+  test('every metric, with its exact name, type, labels and bucket range', async () => {
+    const o = observer({ protos: loadProtoDir(join(fixtures, 'protos')) });
+    o.connectionOpened(connection());
+    o.connectionClosed(connection({ closeTime: 5_000, calls: 3 }));
+    o.goaway('upstream', 0);
+    run(o, { ...okGrpc, upstreamStartTime: 1001, upstreamEndTime: 1009, upstream: '10.1.2.3:50051', deadline: { header: 'grpc-timeout', raw: '1S', ms: 1000 } });
+    run(o, { ...okGrpc, path: '/order.v1.OrderService/WatchOrders', responseMessages: 4, firstResponseMessageTime: 1002 });
+    run(o, { ms: 200, path: '/order.v1.OrderService/Chat', deadline: { header: 'grpc-timeout', raw: '100m', ms: 100 }, reset: { side: 'client', code: 8 } });
+    run(o, { protocol: 'connect', framed: false, encoding: 'json', deadline: { header: 'connect-timeout-ms', raw: '1.5', ms: undefined }, httpStatus: 200 });
+    run(o, { protocol: 'rest', framed: false, encoding: 'json', httpVersion: '1.1', httpMethod: 'GET', path: '/v1/orders/7', httpStatus: 404 });
+    const text = await scrape(o);
+
+    const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    const ours = [...types.keys()].filter((n) => n.startsWith('rpcscope_'));
+    assert.deepEqual(ours.sort(), Object.keys(CONTRACT).sort());
+    for (const [name, [type, labels]] of Object.entries(CONTRACT)) {
+      assert.equal(types.get(name), type, name);
+      const lines = samples(text, name);
+      assert.ok(lines.length > 0, name);
+      for (const line of lines) {
+        const sampleName = line.slice(0, line.search(/[{ ]/));
+        const expected = sampleName === `${name}_bucket` ? [...labels, 'le'] : labels;
+        assert.deepEqual(labelNames(line), expected, line);
+        assert.ok([name, `${name}_bucket`, `${name}_sum`, `${name}_count`].includes(sampleName) && (type === 'histogram' || sampleName === name), line);
+      }
+    }
+    for (const [name, [first, last]] of Object.entries(BUCKET_RANGES)) {
+      const les = [...new Set(samples(text, `${name}_bucket`).map((l) => /le="([^"]+)"/.exec(l)![1]!))];
+      assert.equal(les[0], first, name);
+      assert.deepEqual(les.slice(-2), [last, '+Inf'], name);
+    }
+    for (const [name, type] of types) {
+      if (type === 'counter') assert.match(name, /^[a-z0-9_]+(?<!_total)_total$/, name);
+    }
+  });
+
+  test('process metrics and target_info', async () => {
+    const o = observer();
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    const text = await scrape(o);
+    assert.match(text, /^# TYPE target_info gauge\ntarget_info\{service_name="rpcscope"\} 1$/m);
+    assert.match(text, /^# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total \d+(\.\d+)?$/m);
+    assert.match(text, /^# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes [1-9]\d+$/m);
+    assert.match(text, /^# TYPE nodejs_eventloop_delay_seconds histogram\nnodejs_eventloop_delay_seconds_count [1-9]\d*$/m);
+    assert.match(text, /^nodejs_eventloop_delay_seconds_bucket\{le="0\.01"\} \d+$/m);
+    assert.doesNotMatch(text, /otel_scope_name/);
+  });
+});
+
+describe('calls', () => {
+  test('in flight: calls_active, upstream_calls_active and messages counted before the end', async () => {
+    const o = observer();
+    const call = endedCall({ path: '/order.v1.OrderService/Chat' });
+    o.callStarted(call);
+    call.upstream = '10.0.0.5:8080';
+    call.requestMessages = 3;
+    call.responseMessages = 2;
+    const during = await scrape(o);
+    assert.deepEqual(samples(during, 'rpcscope_calls_active'), ['rpcscope_calls_active{direction="inbound",protocol="grpc",method="order.v1.OrderService/Chat"} 1']);
+    assert.deepEqual(samples(during, 'rpcscope_upstream_calls_active'), ['rpcscope_upstream_calls_active{upstream="10.0.0.5:8080"} 1']);
+    assert.deepEqual(samples(during, 'rpcscope_messages_total'), [
+      'rpcscope_messages_total{direction="inbound",protocol="grpc",method="order.v1.OrderService/Chat",flow="request"} 3',
+      'rpcscope_messages_total{direction="inbound",protocol="grpc",method="order.v1.OrderService/Chat",flow="response"} 2',
+    ]);
+    assert.deepEqual(samples(during, 'rpcscope_calls_total'), []);
+    call.requestMessages = 5;
+    call.responseMessages = 9;
+    call.grpcStatus = 0;
+    call.httpStatus = 200;
+    o.callEnded(call);
+    const afterEnd = await scrape(o);
+    assert.deepEqual(samples(afterEnd, 'rpcscope_calls_active'), ['rpcscope_calls_active{direction="inbound",protocol="grpc",method="order.v1.OrderService/Chat"} 0']);
+    assert.deepEqual(samples(afterEnd, 'rpcscope_upstream_calls_active'), ['rpcscope_upstream_calls_active{upstream="10.0.0.5:8080"} 0']);
+    assert.deepEqual(samples(afterEnd, 'rpcscope_messages_total').map((l) => l.split(' ')[1]), ['5', '9']);
+    assert.deepEqual(samples(afterEnd, 'rpcscope_upstream_calls_total'), ['rpcscope_upstream_calls_total{upstream="10.0.0.5:8080",code="OK"} 1']);
+  });
+
+  test('codes and statuses across protocols; the status is empty when none was sent', async () => {
+    const o = observer();
+    const rest = { protocol: 'rest' as const, framed: false, encoding: 'json' as const, httpVersion: '1.1' as const, httpMethod: 'GET' };
+    run(o, { ...rest, path: '/v1/orders/1', httpStatus: 200 });
+    run(o, { ...rest, path: '/v1/orders/2', httpStatus: 200 });
+    run(o, { ...rest, path: '/v1/orders/3', httpStatus: 404 });
+    run(o, { ...rest, path: '/v1/orders/4', reset: { side: 'client', code: CONNECTION_CLOSED } });
+    run(o, { protocol: 'connect', framed: false, encoding: 'json', httpStatus: 404, connectCode: 'not_found' });
+    run(o, { protocol: 'grpc_web', encoding: 'text', httpVersion: '1.1', httpStatus: 200, grpcStatus: 14 });
+    run(o, { upstreamUnreachable: true, httpStatus: 200, grpcStatus: 14 });
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_calls_total'), [
+      'rpcscope_calls_total{direction="inbound",protocol="rest",encoding="json",method="GET /v1/orders/{id}",operation="GET /v1/orders/{id}",code="OK",http_status="200"} 2',
+      'rpcscope_calls_total{direction="inbound",protocol="rest",encoding="json",method="GET /v1/orders/{id}",operation="GET /v1/orders/{id}",code="NOT_FOUND",http_status="404"} 1',
+      'rpcscope_calls_total{direction="inbound",protocol="rest",encoding="json",method="GET /v1/orders/{id}",operation="GET /v1/orders/{id}",code="CANCELLED",http_status=""} 1',
+      'rpcscope_calls_total{direction="inbound",protocol="connect",encoding="json",method="order.v1.OrderService/GetOrder",operation="order.v1.OrderService/GetOrder",code="NOT_FOUND",http_status="404"} 1',
+      'rpcscope_calls_total{direction="inbound",protocol="grpc_web",encoding="text",method="order.v1.OrderService/GetOrder",operation="order.v1.OrderService/GetOrder",code="UNAVAILABLE",http_status="200"} 1',
+      'rpcscope_calls_total{direction="inbound",protocol="grpc",encoding="proto",method="order.v1.OrderService/GetOrder",operation="order.v1.OrderService/GetOrder",code="UNAVAILABLE",http_status="200"} 1',
+    ]);
+    assert.deepEqual(samples(text, 'rpcscope_stream_resets_total'), [
+      'rpcscope_stream_resets_total{direction="inbound",protocol="rest",method="GET /v1/orders/{id}",side="client",error_code="CONNECTION_CLOSED"} 1',
+    ]);
+    assert.deepEqual(samples(text, 'rpcscope_calls_without_deadline_total'), [
+      'rpcscope_calls_without_deadline_total{direction="inbound",protocol="connect",method="order.v1.OrderService/GetOrder"} 1',
+      'rpcscope_calls_without_deadline_total{direction="inbound",protocol="grpc_web",method="order.v1.OrderService/GetOrder"} 1',
+      'rpcscope_calls_without_deadline_total{direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"} 1',
+    ], 'REST calls are not expected to carry a deadline');
+  });
+
+  test('the method guard: later methods fold into _OTHER, earlier ones keep their series', async () => {
+    const o = observer({ maxMethods: 1 });
+    run(o, { ...okGrpc, path: '/a.v1.S/First' });
+    run(o, { ...okGrpc, path: '/a.v1.S/Second' });
+    run(o, { ...okGrpc, path: '/not-a-method' });
+    run(o, { ...okGrpc, path: '/a.v1.S/First' });
+    run(o, { protocol: 'connect', framed: false, httpStatus: 200, path: '/a.v1.S/Second' });
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_calls_total'), [
+      'rpcscope_calls_total{direction="inbound",protocol="grpc",encoding="proto",method="a.v1.S/First",operation="a.v1.S/First",code="OK",http_status="200"} 2',
+      'rpcscope_calls_total{direction="inbound",protocol="grpc",encoding="proto",method="_OTHER",operation="_OTHER",code="OK",http_status="200"} 2',
+      'rpcscope_calls_total{direction="inbound",protocol="connect",encoding="proto",method="a.v1.S/Second",operation="a.v1.S/Second",code="OK",http_status="200"} 1',
+    ]);
+  });
+
+  test('one operation across REST and gRPC, from the operations file and google.api.http', async () => {
+    const o = observer({ protos: loadProtoDir(join(fixtures, 'protos')), operations: loadOperationsFile(join(fixtures, 'routing/operations.yaml')) });
+    const rest = { protocol: 'rest' as const, framed: false, encoding: 'json' as const, httpVersion: '1.1' as const };
+    run(o, { ...rest, httpMethod: 'GET', path: '/v1/orders/9', httpStatus: 200 });
+    run(o, { ...okGrpc });
+    run(o, { ...rest, httpMethod: 'POST', path: '/v1/orders', httpStatus: 201 });
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_calls_total'), [
+      'rpcscope_calls_total{direction="inbound",protocol="rest",encoding="json",method="GET /v1/orders/{id}",operation="GetOrder",code="OK",http_status="200"} 1',
+      'rpcscope_calls_total{direction="inbound",protocol="grpc",encoding="proto",method="order.v1.OrderService/GetOrder",operation="GetOrder",code="OK",http_status="200"} 1',
+      'rpcscope_calls_total{direction="inbound",protocol="rest",encoding="json",method="POST /v1/orders",operation="order.v1.OrderService/CreateOrder",code="OK",http_status="201"} 1',
+    ]);
+  });
+
+  test('a call ended without having been started is counted, and not as active', async () => {
+    const o = observer();
+    o.callEnded(endedCall(okGrpc));
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_calls_active'), ['rpcscope_calls_active{direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"} 0']);
+    assert.equal(samples(text, 'rpcscope_calls_total').length, 1);
+  });
+
+  test('directions are separate series', async () => {
+    const o = observer();
+    run(o, okGrpc);
+    run(o, { ...okGrpc, direction: 'outbound' });
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_calls_active').map((l) => /direction="(\w+)"/.exec(l)![1]), ['inbound', 'outbound']);
+  });
+});
+
+describe('streams', () => {
+  test('the descriptor makes a one-message call a stream; without one, the counts decide', async () => {
+    const o = observer({ protos: loadProtoDir(join(fixtures, 'protos')) });
+    run(o, { ...okGrpc, path: '/order.v1.OrderService/WatchOrders', ms: 2_000, firstResponseMessageTime: 1_003 });
+    run(o, { ...okGrpc, path: '/x.v1.Unknown/Chat', requestMessages: 2, responseMessages: 3, ms: 40_000 });
+    run(o, { ...okGrpc, path: '/x.v1.Unknown/Get' });
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_stream_duration_seconds').filter((l) => !l.includes('_bucket')), [
+      'rpcscope_stream_duration_seconds_count{direction="inbound",protocol="grpc",method="order.v1.OrderService/WatchOrders",stream_type="server_streaming"} 1',
+      'rpcscope_stream_duration_seconds_sum{direction="inbound",protocol="grpc",method="order.v1.OrderService/WatchOrders",stream_type="server_streaming"} 2',
+      'rpcscope_stream_duration_seconds_count{direction="inbound",protocol="grpc",method="x.v1.Unknown/Chat",stream_type="bidi_streaming"} 1',
+      'rpcscope_stream_duration_seconds_sum{direction="inbound",protocol="grpc",method="x.v1.Unknown/Chat",stream_type="bidi_streaming"} 40',
+    ]);
+    assert.ok(samples(text, 'rpcscope_stream_duration_seconds').includes(
+      'rpcscope_stream_duration_seconds_bucket{direction="inbound",protocol="grpc",method="x.v1.Unknown/Chat",stream_type="bidi_streaming",le="30"} 0',
+    ));
+    assert.ok(samples(text, 'rpcscope_stream_duration_seconds').includes(
+      'rpcscope_stream_duration_seconds_bucket{direction="inbound",protocol="grpc",method="x.v1.Unknown/Chat",stream_type="bidi_streaming",le="60"} 1',
+    ));
+    assert.deepEqual(samples(text, 'rpcscope_stream_first_message_seconds').filter((l) => l.includes('_sum')), [
+      'rpcscope_stream_first_message_seconds_sum{direction="inbound",protocol="grpc",method="order.v1.OrderService/WatchOrders"} 0.003',
+    ]);
+    assert.deepEqual(samples(text, 'rpcscope_call_duration_seconds_count'), [
+      'rpcscope_call_duration_seconds_count{direction="inbound",protocol="grpc",encoding="proto",method="x.v1.Unknown/Get",operation="x.v1.Unknown/Get",code="OK"} 1',
+    ]);
+  });
+});
+
+describe('resets and GOAWAY', () => {
+  test('resets by sender and HTTP/2 name; NO_ERROR after the response is early closure', async () => {
+    const o = observer();
+    run(o, { reset: { side: 'upstream', code: 7 } });
+    run(o, { reset: { side: 'client', code: 8 } });
+    run(o, { reset: { side: 'client', code: 8 } });
+    run(o, { reset: { side: 'proxy', code: 2 } });
+    run(o, { ...okGrpc, upstreamEndTime: 1009, reset: { side: 'upstream', code: 0 } });
+    const text = await scrape(o);
+    const method = 'direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"';
+    assert.deepEqual(samples(text, 'rpcscope_stream_resets_total'), [
+      `rpcscope_stream_resets_total{${method},side="upstream",error_code="REFUSED_STREAM"} 1`,
+      `rpcscope_stream_resets_total{${method},side="client",error_code="CANCEL"} 2`,
+      `rpcscope_stream_resets_total{${method},side="proxy",error_code="INTERNAL_ERROR"} 1`,
+    ]);
+    assert.deepEqual(samples(text, 'rpcscope_calls_total').map((l) => /code="(\w+)"/.exec(l)![1]), ['UNAVAILABLE', 'CANCELLED', 'INTERNAL', 'OK']);
+  });
+
+  test('GOAWAY by side and code name', async () => {
+    const o = observer();
+    o.goaway('client', 0);
+    o.goaway('upstream', 11);
+    o.goaway('proxy', 0);
+    o.goaway('proxy', 0);
+    o.goaway('upstream', 0x1234);
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_http2_goaways_total'), [
+      'rpcscope_http2_goaways_total{side="client",error_code="NO_ERROR"} 1',
+      'rpcscope_http2_goaways_total{side="upstream",error_code="ENHANCE_YOUR_CALM"} 1',
+      'rpcscope_http2_goaways_total{side="proxy",error_code="NO_ERROR"} 2',
+      'rpcscope_http2_goaways_total{side="upstream",error_code="INTERNAL_ERROR"} 1',
+    ]);
+  });
+});
+
+describe('deadlines', () => {
+  test('who detected each miss, and the budget used', async () => {
+    const o = observer();
+    const budget = { header: 'grpc-timeout' as const, raw: '100m', ms: 100 };
+    run(o, { ms: 50, deadline: budget, httpStatus: 200, grpcStatus: 4 });
+    run(o, { ms: 150, deadline: budget, reset: { side: 'client', code: 8 } });
+    run(o, { ms: 150, deadline: budget, httpStatus: 200, grpcStatus: 0 });
+    run(o, { ms: 100, deadline: budget, deadlineEnforced: true, reset: { side: 'proxy', code: 8 } });
+    run(o, { ms: 80, deadline: budget, httpStatus: 200, grpcStatus: 0 });
+    run(o, { ms: 5, deadline: { header: 'grpc-timeout', raw: '0n', ms: 0 }, httpStatus: 200, grpcStatus: 4 });
+    const text = await scrape(o);
+    const method = 'direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"';
+    assert.deepEqual(samples(text, 'rpcscope_deadline_exceeded_total'), [
+      `rpcscope_deadline_exceeded_total{${method},detected_by="status"} 2`,
+      `rpcscope_deadline_exceeded_total{${method},detected_by="client_cancel"} 1`,
+      `rpcscope_deadline_exceeded_total{${method},detected_by="late_response"} 1`,
+      `rpcscope_deadline_exceeded_total{${method},detected_by="proxy"} 1`,
+    ]);
+    const ratio = samples(text, 'rpcscope_deadline_used_ratio');
+    assert.ok(ratio.includes(`rpcscope_deadline_used_ratio_count{${method}} 5`), 'no ratio for a zero budget');
+    assert.ok(ratio.includes(`rpcscope_deadline_used_ratio_sum{${method}} 5.3`));
+    assert.ok(ratio.includes(`rpcscope_deadline_used_ratio_bucket{${method},le="0.75"} 1`));
+    assert.ok(ratio.includes(`rpcscope_deadline_used_ratio_bucket{${method},le="0.9"} 2`));
+    assert.ok(ratio.includes(`rpcscope_deadline_used_ratio_bucket{${method},le="1"} 3`));
+    assert.ok(ratio.includes(`rpcscope_deadline_used_ratio_bucket{${method},le="1.5"} 5`));
+    assert.ok(samples(text, 'rpcscope_deadline_requested_seconds').includes(`rpcscope_deadline_requested_seconds_count{${method}} 6`));
+    const missed = samples(text, 'rpcscope_calls_total').filter((l) => l.includes('code="DEADLINE_EXCEEDED"'));
+    assert.equal(missed.reduce((n, l) => n + Number(l.split(' ')[1]), 0), 5, 'each miss is a DEADLINE_EXCEEDED call');
+    assert.deepEqual(samples(text, 'rpcscope_calls_without_deadline_total'), []);
+  });
+
+  test('an unparsable header counts as invalid and as no deadline', async () => {
+    const o = observer();
+    run(o, { ...okGrpc, deadline: { header: 'grpc-timeout', raw: '1 second', ms: undefined } });
+    run(o, { protocol: 'connect', framed: false, encoding: 'json', httpStatus: 200, deadline: { header: 'connect-timeout-ms', raw: '-1', ms: undefined } });
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_deadline_header_invalid_total'), [
+      'rpcscope_deadline_header_invalid_total{direction="inbound",protocol="grpc"} 1',
+      'rpcscope_deadline_header_invalid_total{direction="inbound",protocol="connect"} 1',
+    ]);
+    assert.equal(samples(text, 'rpcscope_calls_without_deadline_total').length, 2);
+    assert.deepEqual(samples(text, 'rpcscope_deadline_requested_seconds'), []);
+  });
+});
+
+describe('connections', () => {
+  test('open connections by side and version; lifetime and calls of closed ones', async () => {
+    const o = observer();
+    o.connectionOpened(connection());
+    o.connectionOpened(connection({ id: 2 }));
+    o.connectionOpened(connection({ id: 3, side: 'upstream', httpVersion: '1.1' }));
+    o.connectionClosed(connection({ id: 2, openTime: 1_000, closeTime: 601_000, calls: 5_000 }));
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_connections_active'), [
+      'rpcscope_connections_active{side="downstream",http_version="2"} 1',
+      'rpcscope_connections_active{side="upstream",http_version="1.1"} 1',
+    ]);
+    const calls = samples(text, 'rpcscope_connection_calls');
+    assert.ok(calls.includes('rpcscope_connection_calls_sum{side="downstream",http_version="2"} 5000'));
+    assert.ok(calls.includes('rpcscope_connection_calls_bucket{side="downstream",http_version="2",le="1000"} 0'));
+    assert.ok(calls.includes('rpcscope_connection_calls_bucket{side="downstream",http_version="2",le="10000"} 1'));
+    assert.ok(samples(text, 'rpcscope_connection_duration_seconds').includes('rpcscope_connection_duration_seconds_sum{side="downstream",http_version="2"} 600'));
+    assert.ok(calls.includes('rpcscope_connection_calls_count{side="upstream",http_version="1.1"} 0'));
+  });
+});

@@ -1,0 +1,23 @@
+// Scrapes an observer the way Prometheus does: over HTTP, from a real server.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { MetricsObserver } from '../../src/observe/metrics-observer.ts';
+
+export async function scrape(observer: MetricsObserver): Promise<string> {
+  const server = createServer((req, res) => observer.handleMetrics(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
+    return await res.text();
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+/** The sample lines of the contract's metrics (and target_info), without HELP/TYPE and process metrics. */
+export function contractSamples(text: string): string[] {
+  return text.split('\n').filter((l) => l.startsWith('rpcscope_') || l.startsWith('target_info'));
+}
