@@ -58,6 +58,11 @@ export class CallTap {
     if (grpcStatus !== undefined) this.call.grpcStatus = grpcStatus;
   }
 
+  /** The response body carried its protocol's status frame (gRPC-Web trailers, Connect end-stream). */
+  sawEndFrame(): boolean {
+    return this.responseCounter?.endFrame !== undefined;
+  }
+
   /** Settle what the bytes said, once the call has ended. */
   finish(): void {
     const call = this.call;

@@ -117,10 +117,21 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     trailers = t;
     tap.responseTrailers(t);
   });
-  upstream.on('end', () => {
+  let endSeen = false;
+  const completeResponse = (): void => {
+    if (upstreamComplete) return;
     upstreamComplete = true;
     record.upstreamEndTime = now();
     if (responded && !responseDone && !stream.destroyed) stream.end();
+  };
+  upstream.on('end', () => {
+    endSeen = true;
+    // Node also ends the readable side when a RST_STREAM arrives, before its code
+    // is known, and ending the caller's stream then would make a truncated body look
+    // whole. So the response completes here only when it proves its own end —
+    // trailers, or the status frame gRPC-Web and Connect put in the body; otherwise
+    // at 'close', where the reset code (or its absence) is known.
+    if (trailers || tap.sawEndFrame()) completeResponse();
   });
   stream.on('wantTrailers', () => {
     const out: http2.OutgoingHttpHeaders = {};
@@ -133,9 +144,13 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     pooled.conn.active--;
     if (stream.destroyed || stream.closed) return;
     const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
+    if (code === Http2Error.NO_ERROR && endSeen) completeResponse();
     if (upstreamComplete && responded) {
       // The response is whole; a reset now only stops the request side (RFC 9113 §8.1).
-      if (!stream.readableEnded) stream.once('wantTrailers', () => setImmediate(() => stream.close(code)));
+      if (stream.readableEnded) return;
+      const stopRequest = (): void => void setImmediate(() => stream.close(code));
+      if (responseDone) stopRequest();
+      else stream.once('wantTrailers', stopRequest);
       return;
     }
     if (!responded) {

@@ -7,16 +7,22 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, REQUESTED_FAILURE, type EchoRequestObject, startConnectEcho, startGrpcJsEcho, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
-type Client = InstanceType<typeof GrpcJsEchoClient>;
+// The methods proto-loader adds at run time, typed for the calls these tests make.
+interface Client extends grpc.Client {
+  Echo(req: Partial<EchoRequestObject>, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
+  ServerStream(req: Partial<EchoRequestObject>): grpc.ClientReadableStream<EchoResponseObject>;
+  ClientStream(cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientWritableStream<Partial<EchoRequestObject>>;
+  BidiStream(): grpc.ClientDuplexStream<Partial<EchoRequestObject>, EchoResponseObject>;
+}
 
 function unary(client: Client, req: Partial<EchoRequestObject>, deadlineMs?: number): Promise<{ err: grpc.ServiceError | null; res?: EchoResponseObject }> {
   return new Promise((resolve) => {
     const opts = deadlineMs ? { deadline: Date.now() + deadlineMs } : {};
-    client.Echo(req, opts, (err: grpc.ServiceError | null, res?: EchoResponseObject) => resolve({ err, res }));
+    client.Echo(req, opts, (err, res) => resolve({ err, res }));
   });
 }
 
-function collect(stream: grpc.ClientReadableStream<EchoResponseObject> | grpc.ClientDuplexStream<object, EchoResponseObject>): Promise<{ messages: EchoResponseObject[]; err: grpc.ServiceError | null }> {
+function collect(stream: grpc.ClientReadableStream<EchoResponseObject> | grpc.ClientDuplexStream<Partial<EchoRequestObject>, EchoResponseObject>): Promise<{ messages: EchoResponseObject[]; err: grpc.ServiceError | null }> {
   return new Promise((resolve) => {
     const messages: EchoResponseObject[] = [];
     stream.on('data', (m: EchoResponseObject) => messages.push(m));
@@ -34,7 +40,7 @@ for (const [impl, start] of [['connect-node', startConnectEcho], ['grpc-js', sta
     before(async () => {
       upstream = await start();
       sc = await startTestSidecar(upstream.url);
-      client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure());
+      client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure()) as unknown as Client;
     });
     after(async () => {
       client.close();
