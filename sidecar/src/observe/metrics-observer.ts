@@ -206,12 +206,13 @@ class MetricsObserverImpl implements MetricsObserver {
     let obs: CallObservation;
     if (started instanceof CallObservation) {
       obs = started;
-      obs.cells.active.value--;
-      this.inFlight.delete(call);
     } else {
-      // Observation attached mid-call: the call was never counted as active.
+      // The slot holds no state of ours: the call started before this observer
+      // did, or another observer took the slot. Resolving the route again gives
+      // the same cells (a route, once admitted, stays admitted).
       obs = new CallObservation(this.cellsFor(call));
     }
+    if (this.inFlight.delete(call)) obs.cells.active.value--;
     call.observation = undefined;
     const cells = obs.cells;
     const code = decideCodeNumber(call);

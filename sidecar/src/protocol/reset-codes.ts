@@ -4,32 +4,25 @@ import { CONNECTION_CLOSED } from '../observe/call-record.ts';
 import type { ResetSide } from '../observe/call-record.ts';
 import { GrpcCode } from './status-codes.ts';
 
-/** RFC 9113 §7, by code number (0x0 … 0xd). */
-const HTTP2_ERROR_NAMES: readonly string[] = [
-  'NO_ERROR',
-  'PROTOCOL_ERROR',
-  'INTERNAL_ERROR',
-  'FLOW_CONTROL_ERROR',
-  'SETTINGS_TIMEOUT',
-  'STREAM_CLOSED',
-  'FRAME_SIZE_ERROR',
-  'REFUSED_STREAM',
-  'CANCEL',
-  'COMPRESSION_ERROR',
-  'CONNECT_ERROR',
-  'ENHANCE_YOUR_CALM',
-  'INADEQUATE_SECURITY',
-  'HTTP_1_1_REQUIRED',
-];
-
+/** HTTP/2 error codes, RFC 9113 §7 (also RST_STREAM's and GOAWAY's); the key is the `error_code` label. */
 export const Http2Error = {
   NO_ERROR: 0x0,
+  PROTOCOL_ERROR: 0x1,
   INTERNAL_ERROR: 0x2,
+  FLOW_CONTROL_ERROR: 0x3,
+  SETTINGS_TIMEOUT: 0x4,
+  STREAM_CLOSED: 0x5,
+  FRAME_SIZE_ERROR: 0x6,
   REFUSED_STREAM: 0x7,
   CANCEL: 0x8,
+  COMPRESSION_ERROR: 0x9,
+  CONNECT_ERROR: 0xa,
   ENHANCE_YOUR_CALM: 0xb,
   INADEQUATE_SECURITY: 0xc,
+  HTTP_1_1_REQUIRED: 0xd,
 } as const;
+
+const HTTP2_ERROR_NAMES: readonly string[] = Object.keys(Http2Error);
 
 /**
  * The label for a reset's code. RFC 9113 §7 lets an endpoint treat a code it

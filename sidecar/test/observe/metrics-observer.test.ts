@@ -8,6 +8,7 @@ import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
 import type { CallRecord } from '../../src/observe/call-record.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import type { MetricsObserver, MetricsObserverOptions } from '../../src/observe/metrics-observer.ts';
+import { composeObservers, noopObserver } from '../../src/observe/observer.ts';
 import type { ConnectionRecord } from '../../src/observe/observer.ts';
 import { loadOperationsFile } from '../../src/route/operation-map.ts';
 import { loadProtoDir } from '../../src/route/proto-catalog.ts';
@@ -246,6 +247,17 @@ describe('calls', () => {
   test('a call ended without having been started is counted, and not as active', async () => {
     const o = observer();
     o.callEnded(endedCall(okGrpc));
+    const text = await scrape(o);
+    assert.deepEqual(samples(text, 'rpcscope_calls_active'), ['rpcscope_calls_active{direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"} 0']);
+    assert.equal(samples(text, 'rpcscope_calls_total').length, 1);
+  });
+
+  test('another observer taking the per-call slot does not leave the call active', async () => {
+    const o = observer();
+    const composed = composeObservers([o, { ...noopObserver, callStarted: (c) => { c.observation = 'a span'; } }]);
+    const call = endedCall(okGrpc);
+    composed.callStarted(call);
+    composed.callEnded(call);
     const text = await scrape(o);
     assert.deepEqual(samples(text, 'rpcscope_calls_active'), ['rpcscope_calls_active{direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"} 0']);
     assert.equal(samples(text, 'rpcscope_calls_total').length, 1);
