@@ -1,0 +1,99 @@
+// The Prometheus rules in deploy/prometheus: valid for promtool, passing their
+// own unit tests, reading only contract metrics, and each alert carrying what
+// an on-call engineer needs to act on it.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { REPO_ROOT, loadContract } from './metrics-contract.ts';
+import { metricNames, promtool } from './promql.ts';
+
+const PROM_DIR = join(REPO_ROOT, 'deploy', 'prometheus');
+const RULE_FILES = readdirSync(join(PROM_DIR, 'rules')).filter((f) => f.endsWith('.yml')).map((f) => join(PROM_DIR, 'rules', f));
+const TEST_FILES = readdirSync(join(PROM_DIR, 'tests')).filter((f) => f.endsWith('.yml')).map((f) => join('tests', f));
+
+interface Rule {
+  record?: string;
+  alert?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+const rules: Rule[] = RULE_FILES.flatMap((f) => (parse(readFileSync(f, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules));
+const alerts = rules.filter((r) => r.alert);
+const records = new Set(rules.flatMap((r) => (r.record ? [r.record] : [])));
+
+describe('prometheus rules', () => {
+  it('pass promtool check rules', () => {
+    const r = promtool(['check', 'rules', ...RULE_FILES]);
+    assert.ok(r.ok, r.output);
+  });
+
+  it('pass their promtool unit tests', () => {
+    assert.ok(TEST_FILES.length > 0);
+    const r = promtool(['test', 'rules', ...TEST_FILES], PROM_DIR);
+    assert.ok(r.ok, r.output);
+  });
+
+  it('unit tests catch a changed threshold', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rpcscope-rules-'));
+    try {
+      mkdirSync(join(dir, 'rules'));
+      mkdirSync(join(dir, 'tests'));
+      const original = readFileSync(join(PROM_DIR, 'rules', 'rpcscope.rules.yml'), 'utf8');
+      const loosened = original.replace('namespace_service:rpcscope_pod_skew:ratio1m > 1.5', 'namespace_service:rpcscope_pod_skew:ratio1m > 2.5');
+      assert.notEqual(loosened, original);
+      writeFileSync(join(dir, 'rules', 'rpcscope.rules.yml'), loosened);
+      for (const t of TEST_FILES) copyFileSync(join(PROM_DIR, t), join(dir, t));
+      const r = promtool(['test', 'rules', ...TEST_FILES], dir);
+      assert.ok(!r.ok, 'promtool test rules passed against a loosened skew alert');
+      assert.match(r.output, /RpcscopePodLoadSkew/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('cover the skew, deadline-miss, reset-spike, missing-deadline and error-ratio alerts, each unit-tested', () => {
+    const names = alerts.map((a) => a.alert);
+    for (const name of ['RpcscopePodLoadSkew', 'RpcscopeDeadlineMissRatioHigh', 'RpcscopeStreamResetSpike', 'RpcscopeCallsWithoutDeadline', 'RpcscopeErrorRatioHigh']) {
+      assert.ok(names.includes(name), `no ${name}`);
+    }
+    const tested = TEST_FILES.map((t) => readFileSync(join(PROM_DIR, t), 'utf8')).join('\n');
+    for (const a of alerts) assert.match(tested, new RegExp(`alertname: ${a.alert}\\b`), `${a.alert} has no promtool test`);
+  });
+
+  it('record per-pod call rate and cross-pod skew by namespace and service', () => {
+    for (const r of ['namespace_service_pod:rpcscope_calls:rate1m', 'namespace_service:rpcscope_pod_skew:ratio1m']) assert.ok(records.has(r), r);
+    const skew = rules.find((r) => r.record === 'namespace_service:rpcscope_pod_skew:ratio1m');
+    assert.match(skew?.expr ?? '', /max by \(namespace, service\)[\s\S]*\/[\s\S]*avg by \(namespace, service\)/);
+  });
+
+  it('name recording rules level:metric:operations', () => {
+    for (const r of records) assert.match(r, /^[a-z_]+:rpcscope_[a-z_]+:[a-z0-9_]+$/, r);
+  });
+
+  it('read only contract metrics and recording rules defined here', () => {
+    const { seriesNames } = loadContract();
+    const unknown: string[] = [];
+    for (const r of rules) {
+      for (const name of metricNames(r.expr)) {
+        if (!seriesNames.has(name) && !records.has(name)) unknown.push(`${r.record ?? r.alert}: ${name}`);
+      }
+    }
+    assert.deepEqual(unknown, []);
+  });
+
+  it('give every alert a severity, a summary, a description and a runbook line that points at a README section', () => {
+    const readme = readFileSync(join(REPO_ROOT, 'deploy', 'README.md'), 'utf8');
+    for (const a of alerts) {
+      assert.match(a.labels?.severity ?? '', /^(info|warning|critical)$/, `${a.alert} severity`);
+      assert.ok(a.for, `${a.alert} fires on a single evaluation`);
+      for (const k of ['summary', 'description', 'runbook']) assert.ok(a.annotations?.[k], `${a.alert} has no ${k}`);
+      assert.ok(a.annotations?.runbook?.includes(`"Runbook: ${a.alert}"`), `${a.alert} runbook names its README section`);
+      assert.match(readme, new RegExp(`^#+ Runbook: ${a.alert}$`, 'm'), `deploy/README.md has no "Runbook: ${a.alert}" section`);
+    }
+  });
+});
