@@ -35,7 +35,6 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
   const { record, tap, target } = call;
   // No date header of our own: the caller sees the upstream's headers, no more.
   res.sendDate = false;
-  if (draining()) res.shouldKeepAlive = false;
 
   let upstreamOpened = false;
   let closedByUpstream = false;
@@ -73,6 +72,8 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
+    // While draining, every response asks its client to close the connection.
+    if (draining()) res.shouldKeepAlive = false;
     res.writeHead(status, upRes.statusMessage, filterRawHeaders(upRes.rawHeaders));
     // Headers go out now, not with the first body byte: server-sent events and
     // long polls must see them at once.
