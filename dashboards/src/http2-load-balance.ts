@@ -3,7 +3,7 @@
 // one long-lived connection and kube-proxy balances connections, so a few
 // connections carrying most calls pin the load to a few pods.
 import { dashboard, protocolCompare, row, stat, timeseries, type Dashboard } from './model.ts';
-import { INBOUND, SCOPE, podCallRate, podSkew, quantile, sumGauge, sumRate, type Matchers } from './promql.ts';
+import { INBOUND, SCOPE, mean, podCallRate, podSkew, podSkewOverall, quantile, sumGauge, sumRate, type Matchers } from './promql.ts';
 import { datasourceVariable, methodVariable, namespaceVariable, podVariable, serviceVariable } from './variables.ts';
 
 /** Skew and share are judged over every pod of the service, whatever pods are picked. */
@@ -57,14 +57,14 @@ export function http2LoadBalance(): Dashboard {
       row('Share per pod'),
       protocolCompare({
         title: 'Pods compared',
-        description: 'The rpcscope panel in pods mode: each pod\'s share of calls, its connections and calls per connection, and the skew.',
-        options: { mode: 'pods', baseline: 'rest' },
+        description: 'The rpcscope panel in pods mode: each pod\'s share of calls, its connections and the calls each closed connection carried, and the skew. Pick one service.',
+        options: { mode: 'pods', baseline: 'rest', podLabel: 'pod', skewThreshold: 1.5 },
         queries: [
           { refId: 'share', expr: share(), legend: '{{pod}}' },
           { refId: 'rate', expr: sumRate(['pod'], 'rpcscope_calls_total', INBOUND_CALLS), legend: '{{pod}}' },
           { refId: 'connections', expr: sumGauge(['pod'], 'rpcscope_connections_active', DOWNSTREAM), legend: '{{pod}}' },
-          { refId: 'calls_per_connection', expr: callsPerConnection(), legend: '{{pod}}' },
-          { refId: 'skew', expr: podSkew(SERVICE), legend: 'skew' },
+          { refId: 'calls_per_connection', expr: mean(['pod'], 'rpcscope_connection_calls', DOWNSTREAM), legend: '{{pod}}' },
+          { refId: 'skew', expr: podSkewOverall(SERVICE), legend: 'skew' },
         ],
         h: 10,
       }),

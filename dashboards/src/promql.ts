@@ -82,6 +82,12 @@ export function podSkew(scope: Matchers): string {
   return `max by (namespace, service) (\n  ${perPod}\n)\n  /\navg by (namespace, service) (\n  ${perPod}\n)`;
 }
 
+/** The same max / mean over every pod selected, as one series: the panel plugin's `skew` in pods mode. */
+export function podSkewOverall(scope: Matchers): string {
+  const perPod = podCallRate(scope);
+  return `max (\n  ${perPod}\n)\n  /\navg (\n  ${perPod}\n)`;
+}
+
 /**
  * Stream resets per (operation, protocol). Resets carry `method`, not
  * `operation`; rpcscope_calls_total carries both, so it supplies the

@@ -70,6 +70,29 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     });
   }
 
+  it('the panel plugin\'s queries return the labels its contract reads (grafana-plugin/README.md)', async () => {
+    let checked = 0;
+    for (const d of Object.values(buildDashboards())) {
+      for (const p of d.panels) {
+        if (p.type !== 'rpcscope-protocolcompare-panel' || !('targets' in p)) continue;
+        const mode = p.options.mode;
+        for (const t of p.targets) {
+          const result = await prom.query(substitute(t.expr, DATA_VALUES));
+          const where: string = `${d.title} / ${p.title} / ${t.refId}`;
+          assert.ok(result.length > 0, where);
+          for (const s of result) {
+            const labels = Object.keys(s.metric).sort();
+            if (mode === 'pods' && t.refId === 'skew') assert.equal(result.length, 1, `${where} is one series`);
+            else if (mode === 'pods') assert.ok(labels.includes('pod'), `${where} by pod: ${labels}`);
+            else assert.ok(labels.includes('operation') && labels.includes('protocol'), `${where} by operation and protocol: ${labels}`);
+          }
+          checked++;
+        }
+      }
+    }
+    assert.equal(checked, 9 + 18 + 5);
+  });
+
   it('every recording rule returns data', async () => {
     const doc = parse(readFileSync(RULES, 'utf8')) as { groups: { rules: { record?: string }[] }[] };
     const records = doc.groups.flatMap((g) => g.rules.flatMap((r) => (r.record ? [r.record] : [])));
