@@ -1,27 +1,31 @@
 // The rpcscope command: read the settings, start the sidecar, drain on SIGTERM.
-import { loadConfig } from './config/load.ts';
+import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { createLogger } from './log.ts';
+import { createObservation, type Observation } from './observe/observation.ts';
 import { startSidecar } from './pipeline.ts';
 
-async function main(): Promise<number> {
-  let result;
+/** Settings and what they load, or the text to print instead of starting. */
+function prepare(): { config: Config; observation: Observation } | { text: string; code: number } {
   try {
-    result = loadConfig(process.argv.slice(2), process.env);
+    const result = loadConfig(process.argv.slice(2), process.env);
+    if (result.kind === 'help') return { text: result.text, code: 0 };
+    return { config: result.config, observation: createObservation(result.config, process.env) };
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`rpcscope: ${err.message}\n`);
-      return 2;
-    }
+    if (err instanceof ConfigError) return { text: `rpcscope: ${err.message}\n`, code: 2 };
     throw err;
   }
-  if (result.kind === 'help') {
-    process.stdout.write(result.text);
-    return 0;
+}
+
+async function main(): Promise<number> {
+  const prepared = prepare();
+  if ('text' in prepared) {
+    (prepared.code === 0 ? process.stdout : process.stderr).write(prepared.text);
+    return prepared.code;
   }
-  const config = result.config;
+  const { config, observation } = prepared;
   const log = createLogger(config.logLevel);
-  const sidecar = await startSidecar(config, log, { observers: [], adminHandlers: new Map() });
+  const sidecar = await startSidecar(config, log, observation);
   log.info('rpcscope started', {
     mode: config.mode,
     listen: `${sidecar.proxyAddress.address}:${sidecar.proxyAddress.port}`,
@@ -40,6 +44,8 @@ async function main(): Promise<number> {
       sidecar.drain().then(({ unfinished }) => {
         if (unfinished > 0) log.warn('drain timeout: calls still in flight were ended', { unfinished });
         log.info('stopped');
+        return observation.shutdown();
+      }).then(() => {
         resolve(0);
       });
     };

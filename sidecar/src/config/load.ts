@@ -18,6 +18,12 @@ export interface Config {
   drainTimeoutMs: number;
   connectTimeoutMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  maxMethods: number;
+  routesFile: string | undefined;
+  operationsFile: string | undefined;
+  protoDir: string | undefined;
+  serviceName: string;
+  enforceDeadlines: boolean;
 }
 
 export type CliResult = { kind: 'run'; config: Config } | { kind: 'help'; text: string };
@@ -136,5 +142,11 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     drainTimeoutMs: v.get('drain-timeout') as number,
     connectTimeoutMs: v.get('connect-timeout') as number,
     logLevel: v.get('log-level') as Config['logLevel'],
+    maxMethods: v.get('max-methods') as number,
+    routesFile: v.get('routes') as string | undefined,
+    operationsFile: v.get('operations') as string | undefined,
+    protoDir: v.get('proto') as string | undefined,
+    serviceName: v.get('service-name') as string,
+    enforceDeadlines: v.get('enforce-deadlines') as boolean,
   });
 }

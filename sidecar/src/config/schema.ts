@@ -32,6 +32,12 @@ export const SETTINGS = [
   { flag: 'upstream-ca', kind: { type: 'file' }, help: 'PEM CA bundle to verify an https:// upstream (default: the system CAs)' },
   { flag: 'drain-timeout', kind: { type: 'duration' }, default: '20s', help: 'on SIGTERM, how long calls in flight may take to finish' },
   { flag: 'connect-timeout', kind: { type: 'duration' }, default: '5s', help: 'how long connecting to the upstream may take' },
+  { flag: 'max-methods', kind: { type: 'int', min: 1, max: 10_000 }, default: '100', help: 'method label values per protocol before new ones fold into _OTHER' },
+  { flag: 'routes', kind: { type: 'file' }, help: 'REST route templates: a list (GET /v1/orders/{id}) or an OpenAPI 3 document' },
+  { flag: 'operations', kind: { type: 'file' }, help: 'YAML map of logical operations to their REST routes and RPC methods' },
+  { flag: 'proto', kind: { type: 'dir' }, help: 'directory of .proto files: stream shapes and google.api.http operations' },
+  { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
+  { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
 ] as const satisfies readonly Setting[];
 

@@ -33,7 +33,11 @@ export class CallTap {
 
   requestData(chunk: Buffer): void {
     this.call.requestBytes += chunk.length;
-    this.requestCounter?.push(chunk);
+    if (this.requestCounter) {
+      this.requestCounter.push(chunk);
+      // Kept current, so a scrape counts a long stream's messages as they pass.
+      this.call.requestMessages = this.requestCounter.messages;
+    }
   }
 
   responseHeaders(status: number, headers: Headers): void {
@@ -46,7 +50,10 @@ export class CallTap {
 
   responseData(chunk: Buffer): void {
     this.call.responseBytes += chunk.length;
-    this.responseCounter?.push(chunk);
+    if (this.responseCounter) {
+      this.responseCounter.push(chunk);
+      this.call.responseMessages = this.responseCounter.messages;
+    }
     if (this.errorBody && this.errorBodyBytes < MAX_ERROR_BODY) {
       this.errorBody.push(chunk);
       this.errorBodyBytes += chunk.length;
@@ -66,10 +73,8 @@ export class CallTap {
   /** Settle what the bytes said, once the call has ended. */
   finish(): void {
     const call = this.call;
-    if (this.requestCounter) call.requestMessages = this.requestCounter.messages;
     const rc = this.responseCounter;
     if (rc) {
-      call.responseMessages = rc.messages;
       if (rc.endFrame && rc.endFrameKind === 'grpc_web_trailers') {
         const s = grpcStatusFromTrailerFrame(rc.endFrame);
         if (s !== undefined) call.grpcStatus = s;

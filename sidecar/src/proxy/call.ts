@@ -18,6 +18,7 @@ export class Call {
   readonly tap: CallTap;
   readonly target: UpstreamUrl;
   private ended = false;
+  private deadlineTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -56,10 +57,25 @@ export class Call {
     this.record.upstream = peer;
   }
 
+  /**
+   * With --enforce-deadlines, run `expire` when the caller's deadline passes: the
+   * forwarder answers DEADLINE_EXCEEDED (or resets) and cancels the upstream.
+   */
+  enforceDeadline(expire: () => void): void {
+    const ms = this.record.deadline?.ms;
+    if (!this.ctx.config.enforceDeadlines || ms === undefined) return;
+    this.deadlineTimer = setTimeout(() => {
+      if (this.ended) return;
+      this.record.deadlineEnforced = true;
+      expire();
+    }, Math.max(0, this.record.startTime + ms - now()));
+  }
+
   /** End the call once, with the reset that ended it if any. */
   end(reset?: CallReset): void {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.deadlineTimer);
     const r = this.record;
     r.endTime = now();
     if (reset && !r.reset) r.reset = reset;

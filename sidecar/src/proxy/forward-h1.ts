@@ -12,7 +12,7 @@ import { Call, now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
-import { localReply } from './local-reply.ts';
+import { localReply, type LocalCode } from './local-reply.ts';
 
 function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
@@ -37,7 +37,8 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
   res.sendDate = false;
 
   let upstreamOpened = false;
-  let closedByUpstream = false;
+  /** Who closed the caller's connection mid-response, when it was not the caller. */
+  let closedBy: 'upstream' | 'proxy' | undefined;
 
   const upReq = (target.tls ? https : http).request({
     host: target.host,
@@ -91,29 +92,41 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     upRes.on('aborted', () => {
       // The upstream closed its connection mid-response: the caller must not take a
       // truncated body for a whole one, so its connection is closed too.
-      closedByUpstream = true;
+      closedBy ??= 'upstream';
       res.destroy();
     });
     upRes.on('error', () => {});
   });
 
+  const reply = (code: LocalCode, message: string): void => {
+    const r = localReply(detected.protocol, detected.framed, contentType, code, message);
+    tap.responseHeaders(r.status, r.headers);
+    if (r.body) tap.responseData(r.body);
+    res.writeHead(r.status, { ...r.headers, 'content-length': r.body ? r.body.length : 0 });
+    res.end(r.body);
+  };
+
   upReq.on('error', (err: Error & { code?: string }) => {
+    if (record.deadlineEnforced) return;
     if (res.headersSent) {
-      closedByUpstream = true;
+      closedBy ??= 'upstream';
       res.destroy();
       return;
     }
     if (!upstreamOpened) record.upstreamUnreachable = true;
-    const r = localReply(detected.protocol, detected.framed, contentType, upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
-    tap.responseHeaders(r.status, r.headers);
-    if (r.body) tap.responseData(r.body);
-    res.writeHead(r.status, { ...r.headers, ...(r.body ? { 'content-length': r.body.length } : { 'content-length': 0 }) });
-    res.end(r.body);
+    reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
+  });
+
+  call.enforceDeadline(() => {
+    upReq.destroy();
+    if (!res.headersSent) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    closedBy = 'proxy';
+    res.destroy();
   });
 
   res.on('close', () => {
     if (res.writableFinished) return call.end();
     upReq.destroy();
-    call.end({ side: closedByUpstream ? 'upstream' : 'client', code: CONNECTION_CLOSED });
+    call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
   });
 }

@@ -90,6 +90,13 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   pooled.conn.calls++;
   pooled.conn.active++;
 
+  call.enforceDeadline(() => {
+    upstream.close(Http2Error.CANCEL);
+    if (!responded) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    closedBy = { side: 'proxy', code: Http2Error.CANCEL };
+    stream.close(Http2Error.CANCEL);
+  });
+
   if (!endStream) {
     stream.on('data', (chunk: Buffer) => tap.requestData(chunk));
     stream.pipe(upstream);
@@ -142,7 +149,8 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
 
   upstream.on('close', () => {
     pooled.conn.active--;
-    if (stream.destroyed || stream.closed) return;
+    // Already answered or reset for the caller: by the deadline, or by the caller itself.
+    if (stream.destroyed || stream.closed || record.deadlineEnforced) return;
     const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
     if (code === Http2Error.NO_ERROR && endSeen) completeResponse();
     if (upstreamComplete && responded) {

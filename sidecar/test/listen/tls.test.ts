@@ -2,6 +2,7 @@
 // gRPC works over it.
 import assert from 'node:assert/strict';
 import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
@@ -32,10 +33,14 @@ describe('TLS on the proxy port', () => {
   });
 
   it('serves HTTP/1.1 to clients that offer only http/1.1', async () => {
-    const { status, alpn } = await new Promise<{ status: number; alpn: string | false }>((resolve, reject) => {
-      const req = https.get(`https://localhost:${sc.port}/v1/echo/7`, { ca: cert.cert, ALPNProtocols: ['http/1.1'], agent: false }, (res) => {
+    const { status, alpn } = await new Promise<{ status: number; alpn: string | false | null }>((resolve, reject) => {
+      const agent = new https.Agent({ ca: cert.cert, ALPNProtocols: ['http/1.1'] });
+      const req = https.get(`https://localhost:${sc.port}/v1/echo/7`, { agent }, (res) => {
         res.resume();
-        res.on('end', () => resolve({ status: res.statusCode!, alpn: (res.socket as import('node:tls').TLSSocket).alpnProtocol }));
+        res.on('end', () => {
+          agent.destroy();
+          resolve({ status: res.statusCode!, alpn: (res.socket as TLSSocket).alpnProtocol });
+        });
       });
       req.on('error', reject);
     });

@@ -1,0 +1,89 @@
+// The whole test suite, as `npm test` runs it: static checks, the panel plugin's
+// own suite and build, then every node:test file of the workspace (unit,
+// integration, acceptance, real Prometheus, the panel in Chromium). Ends with one
+// summary line that counts every test of every runner.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const bin = (pkgDir: string, name: string): string => join(root, pkgDir, 'node_modules', '.bin', name);
+
+interface StepResult {
+  name: string;
+  ok: boolean;
+  passed: number;
+  failed: number;
+  seconds: number;
+}
+
+function run(cmd: string, args: string[], cwd = root): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } });
+    let output = '';
+    const tee = (stream: NodeJS.WriteStream) => (d: Buffer) => {
+      output += d.toString();
+      stream.write(d);
+    };
+    child.stdout.on('data', tee(process.stdout));
+    child.stderr.on('data', tee(process.stderr));
+    child.on('close', (code) => resolve({ code: code ?? 1, output }));
+  });
+}
+
+function findTests(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name === 'fixtures') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) findTests(path, out);
+    else if (name.endsWith('.test.ts')) out.push(relative(root, path));
+  }
+  return out;
+}
+
+async function step(name: string, fn: () => Promise<{ ok: boolean; passed?: number; failed?: number }>): Promise<StepResult> {
+  process.stdout.write(`\n== ${name}\n`);
+  const t0 = Date.now();
+  const r = await fn();
+  const res = { name, ok: r.ok, passed: r.passed ?? 0, failed: r.failed ?? (r.ok ? 0 : 1), seconds: (Date.now() - t0) / 1000 };
+  process.stdout.write(`== ${name}: ${res.ok ? 'ok' : 'FAILED'} (${res.seconds.toFixed(1)} s)\n`);
+  return res;
+}
+
+const check = (cmd: string, args: string[], cwd?: string) => async () => ({ ok: (await run(cmd, args, cwd)).code === 0 });
+
+const results: StepResult[] = [];
+results.push(await step('lint', check(bin('.', 'eslint'), ['--max-warnings', '0', '.'])));
+results.push(await step('typecheck', check(bin('.', 'tsc'), ['-p', 'tsconfig.json', '--noEmit'])));
+const plugin = join(root, 'grafana-plugin');
+results.push(await step('panel plugin: typecheck', check(bin('grafana-plugin', 'tsc'), ['--noEmit'], plugin)));
+results.push(await step('panel plugin: lint', check(bin('grafana-plugin', 'eslint'), ['--max-warnings', '0', '.'], plugin)));
+results.push(
+  await step('panel plugin: jest', async () => {
+    const { code, output } = await run(bin('grafana-plugin', 'jest'), ['--ci', '--maxWorkers', '2'], plugin);
+    const line = /^Tests:\s+(.*)$/m.exec(output)?.[1] ?? '';
+    const count = (what: string): number => Number(new RegExp(`(\\d+) ${what}`).exec(line)?.[1] ?? 0);
+    return { ok: code === 0, passed: count('passed'), failed: count('failed') + (code !== 0 && count('failed') === 0 ? 1 : 0) };
+  }),
+);
+// The browser tests load the built plugin.
+results.push(await step('panel plugin: build', check(process.execPath, ['.config/build.mjs'], plugin)));
+results.push(
+  await step('node:test suites', async () => {
+    const files = ['sidecar/test', 'demo/test', 'test'].flatMap((d) => findTests(join(root, d))).sort();
+    const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
+    const { code } = await run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files]);
+    const text = readFileSync(tap, 'utf8');
+    const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    return { ok: code === 0, passed: num('pass'), failed: num('fail') + (code !== 0 && num('fail') === 0 ? 1 : 0) };
+  }),
+);
+
+process.stdout.write('\n');
+for (const r of results) process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name.padEnd(28)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(3)} failed  ${r.seconds.toFixed(1)} s\n`);
+const passed = results.reduce((n, r) => n + r.passed, 0);
+const failed = results.reduce((n, r) => n + r.failed, 0);
+process.stdout.write(`tests: ${passed} passed, ${failed} failed\n`);
+process.exit(results.every((r) => r.ok) ? 0 : 1);

@@ -1,0 +1,43 @@
+// What the sidecar observes, built from the settings: the metrics observer with
+// its routes, operations and .proto knowledge loaded once at start, and the admin
+// handlers that expose it. A file that cannot be read stops the start with a
+// message naming its flag.
+import type http from 'node:http';
+import type { Config } from '../config/load.ts';
+import { ConfigError } from '../config/parse-value.ts';
+import { loadOperationsFile } from '../route/operation-map.ts';
+import { loadProtoDir } from '../route/proto-catalog.ts';
+import { loadRouteFile } from '../route/route-file.ts';
+import { createMetricsObserver } from './metrics-observer.ts';
+import type { Observer } from './observer.ts';
+
+export interface Observation {
+  observers: Observer[];
+  adminHandlers: Map<string, http.RequestListener>;
+  shutdown(): Promise<void>;
+}
+
+function load<T>(flag: string, file: string | undefined, loader: (file: string) => T): T | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return loader(file);
+  } catch (err) {
+    throw new ConfigError(`--${flag}: ${(err as Error).message}`);
+  }
+}
+
+export function createObservation(config: Config, env: Readonly<Record<string, string | undefined>>): Observation {
+  const metrics = createMetricsObserver({
+    maxMethods: config.maxMethods,
+    routes: load('routes', config.routesFile, loadRouteFile),
+    operations: load('operations', config.operationsFile, loadOperationsFile),
+    protos: load('proto', config.protoDir, loadProtoDir),
+    serviceName: config.serviceName,
+    env,
+  });
+  return {
+    observers: [metrics],
+    adminHandlers: new Map([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
+    shutdown: () => metrics.shutdown(),
+  };
+}
