@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The README's entry points: `npm run demo`, `npm test`, `npm run bench`.
+// The README's entry points: `npm run demo` and `npm test`.
 // Each one first installs the workspace from the frozen lockfile with the pinned
 // pnpm (fetched by npx when it is not installed), so that a machine with only
 // Node 20 and npm needs no other step.
@@ -30,9 +30,9 @@ function install() {
 }
 
 const [what = 'test', ...rest] = process.argv.slice(2);
-const scripts = { demo: 'demo/src/main.ts', test: 'scripts/test.ts', bench: 'test/bench/run.ts' };
+const scripts = { demo: 'demo/src/main.ts', test: 'scripts/test.ts' };
 if (!(what in scripts)) {
-  console.error(`usage: node scripts/run.mjs demo|test|bench (got ${JSON.stringify(what)})`);
+  console.error(`usage: node scripts/run.mjs demo|test (got ${JSON.stringify(what)})`);
   process.exit(2);
 }
 if (!process.env.RPCSCOPE_SKIP_INSTALL || !existsSync(join(root, 'node_modules'))) install();
