@@ -69,7 +69,13 @@ export function BeforeAfterView({ series, options, rangeSeconds }: Props) {
           const key = `${row.operation}|${row.protocolBefore}|${row.protocolAfter}`;
           const warning = callsWarning(row, model.minCalls);
           return (
-            <tbody key={key} data-operation={row.operation} data-low-calls={row.lowCalls ? 'true' : 'false'}>
+            <tbody
+              key={key}
+              data-operation={row.operation}
+              data-protocol-before={row.protocolBefore ?? ''}
+              data-protocol-after={row.protocolAfter ?? ''}
+              data-low-calls={row.lowCalls ? 'true' : 'false'}
+            >
               {row.metrics.map((m, i) => {
                 const def = metricDef(m.metric);
                 return (

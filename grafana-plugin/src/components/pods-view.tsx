@@ -22,9 +22,19 @@ const pct = (v: number | null) => (v === null ? '–' : `${(v * 100).toFixed(v <
 const num = (v: number | null, digits = 1) =>
   v === null ? '–' : v >= 100 ? Math.round(v).toLocaleString('en-US') : String(Number(v.toFixed(digits)));
 
+/** As precise as the strip's span calls for: seconds within an hour, the date beyond a day. */
+/**
+ * Fair share reads pale, a pod with three times its share full: the power curve keeps pods
+ * under their share nearly blank so that the hot row is what the eye finds.
+ */
+function heatAlpha(share: number, fair: number): number {
+  return Math.min(1, Math.max(0.04, 0.2 * Math.pow(share / fair, 1.5)));
+}
+
 function clock(ms: number, model: PodsModel, timeZone: string): string {
   const span = (model.stripTimes[model.stripTimes.length - 1] ?? ms) - (model.stripTimes[0] ?? ms);
-  return dateTimeFormat(ms, { timeZone, format: span > 86_400_000 ? 'MM-DD HH:mm' : 'HH:mm' });
+  const format = span > 86_400_000 ? 'MM-DD HH:mm' : span > 3_600_000 ? 'HH:mm' : 'HH:mm:ss';
+  return dateTimeFormat(ms, { timeZone, format });
 }
 
 function pinnedSentence(model: PodsModel, options: PanelOptions): string | null {
@@ -117,10 +127,7 @@ export function PodsView({ series, options, width, timeZone }: Props) {
                   <span
                     key={c}
                     className={cx(styles.heat, c === sinceIndex && styles.sinceMark)}
-                    style={{
-                      background:
-                        h === null ? 'transparent' : colorManipulator.alpha(hot, Math.min(1, Math.max(0.06, (h / fair) * 0.25))),
-                    }}
+                    style={{ background: h === null ? 'transparent' : colorManipulator.alpha(hot, heatAlpha(h, fair)) }}
                     title={`${p.pod} ${clock(model.stripTimes[c]!, model, timeZone)}: ${pct(h)} of calls`}
                   />
                 ))}

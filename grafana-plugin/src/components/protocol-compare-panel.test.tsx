@@ -124,8 +124,8 @@ describe('pods mode', () => {
     expect(container.querySelector('[data-role="pinned"]')).toHaveTextContent(
       'Pinned: orders-0 takes 70 % of calls (70/s) over 1 connection'
     );
-    // 1_700_000_000 + 3 × 60 s is 22:16 UTC.
-    expect(container.querySelector('[data-role="since"]')).toHaveTextContent('Skew ≥ 1.5 since 22:16');
+    // 1_700_000_000 + 3 × 60 s is 22:16:20 UTC.
+    expect(container.querySelector('[data-role="since"]')).toHaveTextContent('Skew ≥ 1.5 since 22:16:20');
     const pinned = container.querySelector<HTMLElement>('tr[data-pinned="true"]')!;
     expect(pinned).toHaveAttribute('data-pod', 'orders-0');
     expect(within(pinned).getByText('pinned')).toBeInTheDocument();
