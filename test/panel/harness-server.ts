@@ -55,9 +55,17 @@ export async function bundleHarness(): Promise<string> {
   return js.text;
 }
 
+// Grafana's own bundle carries uPlot's stylesheet (its canvases and overlays are positioned by
+// it), so plugins that draw with @grafana/ui's uPlot-based components never ship it: the
+// harness page links the one @grafana/ui depends on.
+function uplotCss(): string {
+  const fromPlugin = createRequire(join(PLUGIN_DIR, 'package.json'));
+  return createRequire(fromPlugin.resolve('@grafana/ui')).resolve('uplot/dist/uPlot.min.css');
+}
+
 const PAGE = `<!doctype html>
 <html>
-  <head><meta charset="utf-8"><title>rpcscope panel harness</title></head>
+  <head><meta charset="utf-8"><title>rpcscope panel harness</title><link rel="stylesheet" href="/uPlot.min.css"></head>
   <body><div id="root"></div><script src="/harness.js"></script></body>
 </html>`;
 
@@ -75,10 +83,18 @@ export interface HarnessServer {
 }
 
 export function serveHarness(bundle: string): Promise<HarnessServer> {
+  const css = uplotCss();
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (path === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+      return;
+    }
+    if (path === '/uPlot.min.css') {
+      readFile(css).then(
+        (body) => res.writeHead(200, { 'content-type': 'text/css' }).end(body),
+        () => res.writeHead(404).end()
+      );
       return;
     }
     if (path === '/harness.js') {

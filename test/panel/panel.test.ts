@@ -76,7 +76,8 @@ const ms = (seconds: number) => `${significant(seconds * 1000)} ms`;
 function relative(value: number, reference: number): { text: string; verdict: string } {
   const r = (value - reference) / reference;
   const pct = Math.abs(r) * 100;
-  const text = `${r < 0 ? MINUS : '+'}${pct >= 10 ? Math.round(pct) : pct.toFixed(1)} %`;
+  const digits = pct >= 10 ? String(Math.round(pct)) : pct.toFixed(1);
+  const text = Number(digits) === 0 ? '0 %' : `${r < 0 ? MINUS : '+'}${digits} %`;
   // Lower is better for latency and resets; within the default 10 % it is "same".
   return { text, verdict: pct < 10 ? 'same' : r < 0 ? 'better' : 'worse' };
 }

@@ -25,6 +25,12 @@ describe('compare', () => {
     expect(compare(0.004, 0.002, metricDef('errors'), t).verdict).toBe('same');
   });
 
+  it('shows a change that rounds to nothing without a sign', () => {
+    expect(formatDelta(compare(0.09996, 0.1, metricDef('p99'), t), 'latency', units)).toBe('0 %');
+    expect(formatDelta(compare(0.00201, 0.002, metricDef('errors'), t), 'ratio', units)).toBe('0 pp');
+    expect(formatDelta(compare(0.0996, 0.1, metricDef('p99'), t), 'latency', units)).toBe('\u22120.4 %');
+  });
+
   it('never colours call rate, which is load rather than quality', () => {
     expect(compare(20, 10, metricDef('rate'), t).verdict).toBe('neutral');
   });

@@ -69,18 +69,15 @@ export function formatDelta(delta: Delta, kind: MetricKind, units: Units): strin
   const abs = Math.abs(delta.value);
   switch (delta.kind) {
     case 'relative': {
-      if (abs === 0) {
-        return '0 %';
-      }
       const pct = abs * 100;
-      return withSign(`${pct >= 10 ? Math.round(pct) : pct.toFixed(1)} %`, negative);
+      const text = pct >= 10 ? String(Math.round(pct)) : pct.toFixed(1);
+      // A change too small to show keeps no sign: "−0.0 %" would read as a change.
+      return Number(text) === 0 ? '0 %' : withSign(`${text} %`, negative);
     }
     case 'points': {
       const pp = abs * 100;
-      if (pp === 0) {
-        return '0 pp';
-      }
-      return withSign(`${pp >= 10 ? pp.toFixed(1) : pp.toFixed(2)} pp`, negative);
+      const text = pp >= 10 ? pp.toFixed(1) : pp.toFixed(2);
+      return Number(text) === 0 ? '0 pp' : withSign(`${text} pp`, negative);
     }
     case 'absolute':
       return withSign(formatValue(abs, kind, units), negative);
