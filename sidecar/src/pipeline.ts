@@ -6,6 +6,7 @@ import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
 import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
+import type { CallTracing } from './observe/call-tracing.ts';
 import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
@@ -20,6 +21,7 @@ export interface Sidecar {
 
 export interface Plugins {
   observers: Observer[];
+  tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
 }
 
@@ -32,6 +34,7 @@ export async function startSidecar(config: Config, log: Logger, plugins: Plugins
   const ctx: ProxyContext = {
     config,
     observer,
+    tracing: plugins.tracing,
     log,
     h2: new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId),
     h1: new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId),

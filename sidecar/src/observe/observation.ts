@@ -8,11 +8,13 @@ import { ConfigError } from '../config/parse-value.ts';
 import { loadOperationsFile } from '../route/operation-map.ts';
 import { loadProtoDir } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
+import { createCallTracing, type CallTracing } from './call-tracing.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 import type { Observer } from './observer.ts';
 
 export interface Observation {
   observers: Observer[];
+  tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
   shutdown(): Promise<void>;
 }
@@ -35,9 +37,13 @@ export function createObservation(config: Config, env: Readonly<Record<string, s
     serviceName: config.serviceName,
     env,
   });
+  const tracing = createCallTracing(config.serviceName, env);
   return {
     observers: [metrics],
+    tracing,
     adminHandlers: new Map([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
-    shutdown: () => metrics.shutdown(),
+    shutdown: async () => {
+      await Promise.all([metrics.shutdown(), tracing.shutdown()]);
+    },
   };
 }

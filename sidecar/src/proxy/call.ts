@@ -17,6 +17,8 @@ export class Call {
   readonly record: CallRecord;
   readonly tap: CallTap;
   readonly target: UpstreamUrl;
+  /** The traceparent to send upstream in place of the caller's (tracing on), else undefined. */
+  readonly traceparent: string | undefined;
   private ended = false;
   private deadlineTimer: NodeJS.Timeout | undefined;
 
@@ -49,6 +51,7 @@ export class Call {
     conn.active++;
     ctx.inflight.add(this);
     ctx.observer.callStarted(record);
+    this.traceparent = ctx.tracing.start(record, headers);
   }
 
   /** The request went on to the upstream at `peer` (`ip:port`). */
@@ -83,5 +86,6 @@ export class Call {
     this.conn.active--;
     this.ctx.inflight.delete(this);
     this.ctx.observer.callEnded(r);
+    this.ctx.tracing.end(r);
   }
 }

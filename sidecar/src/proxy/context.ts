@@ -1,6 +1,7 @@
 // What every forwarder needs, built once at start by the pipeline.
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
+import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
@@ -8,6 +9,7 @@ import type { H2SessionPool } from './h2-session-pool.ts';
 export interface ProxyContext {
   readonly config: Config;
   readonly observer: Observer;
+  readonly tracing: CallTracing;
   readonly log: Logger;
   readonly h2: H2SessionPool;
   readonly h1: H1AgentPool;

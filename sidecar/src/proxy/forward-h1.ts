@@ -25,6 +25,15 @@ function trailerPairs(raw: string[]): [string, string][] {
   return out;
 }
 
+/** The raw headers with the caller's traceparent replaced by the sidecar's span, when tracing. */
+function withTraceparent(raw: string[], traceparent: string | undefined): string[] {
+  if (!traceparent) return raw;
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() !== 'traceparent') out.push(raw[i]!, raw[i + 1]!);
+  out.push('traceparent', traceparent);
+  return out;
+}
+
 export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, draining: () => boolean): void {
   const method = req.method ?? 'GET';
   const url = req.url ?? '/';
@@ -45,7 +54,7 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     port: target.port,
     method,
     path: url,
-    headers: filterRawHeaders(req.rawHeaders),
+    headers: withTraceparent(filterRawHeaders(req.rawHeaders), call.traceparent),
     agent: ctx.h1.get(target),
     setHost: false,
     ...(target.tls ? { servername: target.host } : {}),

@@ -76,6 +76,7 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     ':authority': headers[':authority'] ?? target.authority,
   };
   filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
+  if (call.traceparent) requestHeaders.traceparent = call.traceparent;
   const endStream = stream.endAfterHeaders;
   try {
     pooled = ctx.h2.get(target);

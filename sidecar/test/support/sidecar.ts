@@ -3,6 +3,7 @@
 // read each call's record.
 import { loadConfig, type Config } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
+import { noopTracing } from '../../src/observe/call-tracing.ts';
 import type { CallRecord } from '../../src/observe/call-record.ts';
 import type { ConnectionRecord, GoawaySide, Observer } from '../../src/observe/observer.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
@@ -66,7 +67,7 @@ export async function startTestSidecar(upstreamUrl: string, extraArgs: string[] 
   const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstreamUrl, '--log-level', 'silent', '--drain-timeout', '2s', ...extraArgs], {});
   if (result.kind !== 'run') throw new Error('unexpected help');
   const recorder = createRecorder();
-  const sidecar = await startSidecar(result.config, createLogger('silent'), { observers: [recorder], adminHandlers: new Map() });
+  const sidecar = await startSidecar(result.config, createLogger('silent'), { observers: [recorder], tracing: noopTracing, adminHandlers: new Map() });
   const port = sidecar.proxyAddress.port;
   return {
     sidecar,

@@ -1,0 +1,85 @@
+// A span per call, continuing the caller's W3C trace context and handing the
+// upstream a traceparent naming the sidecar's span. Off unless the standard
+// OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set: then spans go out over OTLP/HTTP.
+// Off is the no-op object below, and then traceparent passes through untouched.
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { CallRecord } from './call-record.ts';
+import { decideCode, decideCodeNumber } from './call-outcome.ts';
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+export interface CallTracing {
+  /** Opens the call's span; returns the traceparent to send upstream, or undefined to forward the caller's as it is. */
+  start(call: CallRecord, headers: HeaderBag): string | undefined;
+  end(call: CallRecord): void;
+  shutdown(): Promise<void>;
+}
+
+export const noopTracing: CallTracing = {
+  start: () => undefined,
+  end() {},
+  shutdown: async () => {},
+};
+
+export function tracingEnabled(env: Readonly<Record<string, string | undefined>>): boolean {
+  if (env.OTEL_TRACES_EXPORTER === 'none' || env.OTEL_SDK_DISABLED === 'true') return false;
+  return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
+}
+
+const propagator = new W3CTraceContextPropagator();
+
+class OtlpCallTracing implements CallTracing {
+  // Kept apart from CallRecord.observation, which belongs to the metrics observer.
+  private readonly spans = new WeakMap<CallRecord, Span>();
+
+  constructor(private readonly tracer: Tracer, private readonly provider: NodeTracerProvider) {}
+
+  start(call: CallRecord, headers: HeaderBag): string | undefined {
+    const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+    const rpc = call.protocol !== 'rest';
+    // Span names stay bounded: the RPC method, or just the HTTP method for REST.
+    const name = rpc ? call.path.slice(1) : call.httpMethod;
+    const span = this.tracer.startSpan(
+      name,
+      {
+        kind: call.direction === 'inbound' ? SpanKind.SERVER : SpanKind.CLIENT,
+        attributes: { 'rpcscope.protocol': call.protocol, 'http.request.method': call.httpMethod, 'network.protocol.version': call.httpVersion, ...(rpc ? { 'rpc.method': name } : {}) },
+      },
+      parent,
+    );
+    this.spans.set(call, span);
+    const carrier: Record<string, string> = {};
+    propagator.inject(trace.setSpan(parent, span), carrier, defaultTextMapSetter);
+    return carrier.traceparent;
+  }
+
+  end(call: CallRecord): void {
+    const span = this.spans.get(call);
+    if (!span) return;
+    const code = decideCode(call);
+    span.setAttribute('rpc.grpc.status_code', decideCodeNumber(call));
+    if (call.httpStatus) span.setAttribute('http.response.status_code', call.httpStatus);
+    if (call.upstream) span.setAttribute('server.address', call.upstream);
+    if (call.reset) span.setAttribute('rpcscope.reset', `${call.reset.side}:${call.reset.code}`);
+    if (code !== 'OK') span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+    span.end();
+  }
+
+  shutdown(): Promise<void> {
+    return this.provider.shutdown();
+  }
+}
+
+export function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
+  if (!tracingEnabled(env)) return noopTracing;
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': serviceName, ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}), ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}) }),
+    // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  return new OtlpCallTracing(provider.getTracer('rpcscope'), provider);
+}
