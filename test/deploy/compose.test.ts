@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { parseTrafficArgs } from '../../demo/src/traffic-args.ts';
 import { REPO_ROOT } from './metrics-contract.ts';
-import { freePort } from './prometheus.ts';
+import { freePort } from '../support/prometheus.ts';
 import { promtool } from './promql.ts';
 
 interface ComposeService {

@@ -13,10 +13,10 @@ import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.co
 import { parse, stringify } from 'yaml';
 import { typeErrors, type TypedValue } from './json-types.ts';
 import { canonical, kubectlKustomize, kustomize, type Resource } from './kustomize.ts';
-import { REPO_ROOT, loadContract } from './metrics-contract.ts';
+import { REPO_ROOT } from './metrics-contract.ts';
 import { promtool } from './promql.ts';
-import { startPrometheus } from './prometheus.ts';
-import { startSyntheticSidecar } from './synthetic-sidecar.ts';
+import { startPrometheus, type RunningPrometheus } from '../support/prometheus.ts';
+import { startSidecarProcess } from '../support/sidecar-process.ts';
 
 const K8S = join(REPO_ROOT, 'deploy', 'kubernetes');
 const EXAMPLES = ['examples/orders', 'examples/orders-legacy', 'examples/client'];
@@ -252,45 +252,48 @@ describe('annotation-based scraping without the Prometheus Operator', () => {
     // Debian's Prometheus is built without Kubernetes discovery, so the pod
     // role's targets are fed through file_sd with the labels it would attach
     // (an app port, the proxy port and the admin port of one pod).
-    const sidecar = await startSyntheticSidecar(loadContract(), 1);
+    // A real sidecar's admin port; its upstream is never called.
+    const sidecar = await startSidecarProcess(['--upstream', 'http://127.0.0.1:9']);
+    const admin = new URL(sidecar.adminUrl).host;
     const dir = mkdtempSync(join(tmpdir(), 'rpcscope-sd-'));
-    const pod = (port: string, name: string, container: string, address: string) => ({
-      targets: [address],
-      labels: {
-        __meta_kubernetes_namespace: 'shop',
-        __meta_kubernetes_pod_name: 'orders-7c9d-x2x',
-        __meta_kubernetes_pod_label_app_kubernetes_io_name: 'orders',
-        __meta_kubernetes_pod_label_rpcscope_dev_sidecar: 'inbound',
-        __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
-        __meta_kubernetes_pod_annotation_prometheus_io_path: '/metrics',
-        __meta_kubernetes_pod_container_name: container,
-        __meta_kubernetes_pod_container_port_name: name,
-        __meta_kubernetes_pod_container_port_number: port,
-      },
-    });
-    writeFileSync(
-      join(dir, 'pods.json'),
-      JSON.stringify([pod('8080', 'app', 'orders', '127.0.0.1:9'), pod('15001', 'rpcscope-proxy', 'rpcscope', '127.0.0.1:9'), pod('15090', 'rpcscope-admin', 'rpcscope', sidecar.address)]),
-    );
-    const { kubernetes_sd_configs: _k8s, ...rest } = job;
-    const staticJob = { ...rest, file_sd_configs: [{ files: [join(dir, 'pods.json')] }] };
-    const prom = await startPrometheus({ targets: [], rawScrapeConfigs: [staticJob] });
+    let prom: RunningPrometheus | undefined;
     try {
+      const pod = (port: string, name: string, container: string, address: string) => ({
+        targets: [address],
+        labels: {
+          __meta_kubernetes_namespace: 'shop',
+          __meta_kubernetes_pod_name: 'orders-7c9d-x2x',
+          __meta_kubernetes_pod_label_app_kubernetes_io_name: 'orders',
+          __meta_kubernetes_pod_label_rpcscope_dev_sidecar: 'inbound',
+          __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
+          __meta_kubernetes_pod_annotation_prometheus_io_path: '/metrics',
+          __meta_kubernetes_pod_container_name: container,
+          __meta_kubernetes_pod_container_port_name: name,
+          __meta_kubernetes_pod_container_port_number: port,
+        },
+      });
+      writeFileSync(
+        join(dir, 'pods.json'),
+        JSON.stringify([pod('8080', 'app', 'orders', '127.0.0.1:9'), pod('15001', 'rpcscope-proxy', 'rpcscope', '127.0.0.1:9'), pod('15090', 'rpcscope-admin', 'rpcscope', admin)]),
+      );
+      const { kubernetes_sd_configs: _k8s, ...rest } = job;
+      const staticJob = { ...rest, file_sd_configs: [{ files: [join(dir, 'pods.json')] }] };
+      prom = await startPrometheus({ targets: [], rawScrapeConfigs: [staticJob] });
       const up = await prom.waitForData('up{job="rpcscope"}');
       assert.equal(up.length, 1, JSON.stringify(up));
       const labels = up[0]?.metric ?? {};
       assert.equal(labels.namespace, 'shop');
       assert.equal(labels.pod, 'orders-7c9d-x2x');
       assert.equal(labels.service, 'orders');
-      assert.equal(labels.instance, sidecar.address);
+      assert.equal(labels.instance, admin);
       assert.equal(up[0]?.value[1], '1');
       const check = join(dir, 'check.yml');
       writeFileSync(check, stringify({ ...config, rule_files: [], scrape_configs: [staticJob] }));
       const r = promtool(['check', 'config', check]);
       assert.ok(r.ok, r.output);
     } finally {
-      await prom.stop();
-      await sidecar.close();
+      await prom?.stop();
+      await sidecar.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

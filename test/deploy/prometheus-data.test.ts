@@ -1,19 +1,24 @@
 // Every dashboard expression and every recording rule, evaluated by a real
-// Prometheus that has scraped sidecars carrying traffic (see traffic-stack.ts
-// for which sidecars), must return data: a query that names a series no
-// sidecar exports, or joins on a label that is not there, comes back empty.
+// Prometheus that has scraped real sidecars carrying traffic
+// (test/support/recorded-stack.ts), must return data: a query that names a
+// series no sidecar exports, or joins on a label that is not there, comes back
+// empty.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { buildDashboards } from '../../dashboards/generate.ts';
-import { REPO_ROOT } from './metrics-contract.ts';
-import { startPrometheus, type RunningPrometheus } from './prometheus.ts';
-import { dashboardExpressions, substitute } from './promql.ts';
-import { startTrafficStack, type TrafficStack } from './traffic-stack.ts';
+import type { RunningPrometheus } from '../support/prometheus.ts';
+import { RULES_FILE as RULES, startRecordedStack, type RecordedStack } from '../support/recorded-stack.ts';
+import { loadContract } from './metrics-contract.ts';
+import { dashboardExpressions, metricNames, substitute } from './promql.ts';
 
-const RULES = join(REPO_ROOT, 'deploy', 'prometheus', 'rules', 'rpcscope.rules.yml');
+// Series METRICS.md promises that sidecar/bin/rpcscope does not export yet
+// (sidecar/src/balancer is empty: no endpoint discovery, per-endpoint
+// connection count or local skew estimate). The expressions that read them
+// cannot return data; they are pinned here so that the day the sidecar exports
+// them these tests fail and the list shrinks.
+const NOT_YET_EXPORTED = new Set(['rpcscope_upstream_connections_active', 'rpcscope_upstream_endpoints', 'rpcscope_load_skew_ratio']);
 
 // Grafana's $__rate_interval is four scrape intervals at least; the scrape
 // interval here is 1 s. The before/after offset is shrunk to fit the few
@@ -29,7 +34,7 @@ const DATA_VALUES: Record<string, string> = {
   __rate_interval: '4s',
 };
 
-let stack: TrafficStack;
+let stack: RecordedStack;
 let prom: RunningPrometheus;
 
 function value(samples: { value: [number, string] }[]): number {
@@ -39,15 +44,14 @@ function value(samples: { value: [number, string] }[]): number {
 
 describe('against a real Prometheus scraping sidecars with traffic', () => {
   before(async () => {
-    stack = await startTrafficStack();
-    prom = await startPrometheus({ targets: stack.targets, ruleFiles: [RULES] });
+    stack = await startRecordedStack();
+    prom = stack.prometheus;
     // The longest look-back any expression needs: a rate window behind an offset.
     await prom.waitForData(`rate(rpcscope_calls_total[${DATA_VALUES.__rate_interval}] offset ${DATA_VALUES.compare})`, 30_000);
     await prom.waitForData('namespace_service:rpcscope_stream_resets:rate1h');
   });
 
   after(async () => {
-    await prom?.stop();
     await stack?.stop();
   });
 
@@ -60,13 +64,17 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
   for (const [file, d] of Object.entries(buildDashboards())) {
     it(`${file}: every expression returns data`, async () => {
       const empty: string[] = [];
+      const awaitingSidecar: string[] = [];
       const exprs = dashboardExpressions(d);
       for (const e of exprs) {
         const result = await prom.query(substitute(e.expr, DATA_VALUES));
-        if (result.length === 0) empty.push(e.where);
+        const gap = metricNames(e.expr).some((m) => NOT_YET_EXPORTED.has(m));
+        if (gap) awaitingSidecar.push(`${e.where}: ${result.length === 0 ? 'empty' : 'has data: drop its series from NOT_YET_EXPORTED'}`);
+        else if (result.length === 0) empty.push(e.where);
       }
       assert.ok(exprs.length > 10);
       assert.deepEqual(empty, []);
+      for (const a of awaitingSidecar) assert.match(a, /: empty$/);
     });
   }
 
@@ -106,8 +114,36 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     const podSkewPanel = buildDashboards()['http2-load-balance.json']?.panels.find((p) => p.title === 'Skew now');
     assert.ok(podSkewPanel && 'targets' in podSkewPanel);
     const expr = substitute(podSkewPanel.targets[0]?.expr ?? '', { ...DATA_VALUES, service: 'orders' });
-    assert.ok(Math.abs(value(await prom.query(expr)) - 2) < 0.25);
-    assert.ok(Math.abs(value(await prom.query('namespace_service:rpcscope_pod_skew:ratio1m{service="orders"}')) - 2) < 0.25);
-    assert.ok(Math.abs(value(await prom.query('namespace_service:rpcscope_pod_skew:ratio1m{service="client"}')) - 1) < 0.01);
+    const panelSkew = value(await prom.query(expr));
+    assert.ok(Math.abs(panelSkew - 2) < 0.25, `panel skew ${panelSkew}`);
+    const ruleSkew = value(await prom.query('namespace_service:rpcscope_pod_skew:ratio1m{service="orders"}'));
+    assert.ok(Math.abs(ruleSkew - 2) < 0.25, `rule skew ${ruleSkew}`);
+    const shares = await prom.query('namespace_service_pod:rpcscope_calls:share1m{service="orders"}');
+    assert.equal(shares.length, stack.pods.length);
+    const sticky = Number(shares.find((s) => s.metric.pod === stack.pods[0])?.value[1]);
+    assert.ok(Math.abs(sticky - 2 / 3) < 0.08, `share of ${stack.pods[0]}: ${sticky}`);
+  });
+
+  it('the sidecar exports every series METRICS.md promises, with every label it lists, but the pinned gaps', async () => {
+    const target = stack.targets[0];
+    assert.ok(target);
+    // Straight from the admin port: Prometheus would drop the empty-valued labels this checks.
+    const exposition = await (await fetch(`http://${target.address}/metrics`)).text();
+    const samples = exposition.split('\n').flatMap((line) => {
+      const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? /.exec(line);
+      return m?.[1] ? [{ name: m[1], labels: [...(m[2] ?? '').matchAll(/(\w+)="/g)].map((l) => l[1] ?? '') }] : [];
+    });
+    const missing: string[] = [];
+    const wrongLabels = new Set<string>();
+    for (const m of loadContract().metrics.values()) {
+      const name = m.type === 'histogram' ? `${m.name}_count` : m.name;
+      const own = samples.filter((s) => s.name === name);
+      if (own.length === 0) missing.push(m.name);
+      for (const s of own) {
+        if (s.labels.sort().join() !== [...m.labels].sort().join()) wrongLabels.add(`${m.name}: ${s.labels.join()}`);
+      }
+    }
+    assert.deepEqual(missing.sort(), [...NOT_YET_EXPORTED].sort());
+    assert.deepEqual([...wrongLabels], []);
   });
 });

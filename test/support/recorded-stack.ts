@@ -1,0 +1,159 @@
+// A small fleet carrying real traffic, recorded by a real Prometheus: the
+// "every PromQL expression returns data" tests and the panel tests query it.
+//
+// Three pods of the demo order service, each behind its own inbound sidecar
+// (sidecar/bin/rpcscope), all on 127.0.0.1 ports. The demo traffic generator
+// drives every protocol through the sidecars with pod 0 taking most of the
+// calls, as a sticky HTTP/2 connection would leave it. Traffic runs in rounds
+// until stop(): each round opens its own connections and closes them at its
+// end (closed-connection histograms, client GOAWAYs) and cancels the calls
+// still open after a short grace (client resets). Prometheus scrapes the admin
+// ports every second with the target labels Kubernetes service discovery
+// would attach (deploy/README.md, "Labels") and evaluates the repo's rules.
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { startOrderService, type Upstream } from '@rpcscope/demo';
+import { runTraffic } from '@rpcscope/demo/traffic';
+import { startPrometheus, type RunningPrometheus, type ScrapeTarget } from './prometheus.ts';
+import { sendEdgeCalls } from './recorded-stack-edge-calls.ts';
+import { startSidecarProcess, type SidecarProcess } from './sidecar-process.ts';
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const RULES_FILE = join(REPO_ROOT, 'deploy', 'prometheus', 'rules', 'rpcscope.rules.yml');
+const PROTO_DIR = join(REPO_ROOT, 'demo', 'proto');
+
+/** Calls per second started at each pod: pod 0 takes four times each other's, a cross-pod skew of 2. */
+export const DEFAULT_RPS = [32, 8, 8] as const;
+/** How long each traffic round starts calls; its connections close at its end. */
+const ROUND_MS = 3000;
+/** Calls still open this long after a round's last start are cancelled by their clients. */
+const GRACE_MS = 200;
+
+export interface RecordedStackOptions {
+  /** Calls per second per pod, one entry per pod; default DEFAULT_RPS. */
+  rps?: readonly number[];
+  namespace?: string;
+  service?: string;
+  /** Rule files Prometheus evaluates every second; default the repo's rpcscope.rules.yml. */
+  ruleFiles?: string[];
+  /** Seeds the traffic mix, so a run repeats; default 1. */
+  seed?: number;
+  /** How long to wait for Prometheus to hold every pod's first round; default 30 000 ms. */
+  readyTimeoutMs?: number;
+}
+
+export interface RecordedStack {
+  /** Prometheus's base URL, e.g. http://127.0.0.1:9090. */
+  prometheusUrl: string;
+  prometheus: RunningPrometheus;
+  /** The sidecars' admin addresses with their target labels, in pod order. */
+  targets: ScrapeTarget[];
+  /** The `pod` label of each pod; the first is the one the load sticks to. */
+  pods: string[];
+  stop(): Promise<void>;
+}
+
+export async function startRecordedStack(opts: RecordedStackOptions = {}): Promise<RecordedStack> {
+  const rps = opts.rps ?? DEFAULT_RPS;
+  const namespace = opts.namespace ?? 'demo';
+  const service = opts.service ?? 'orders';
+  const seed = opts.seed ?? 1;
+  const pods = rps.map((_, i) => `${service}-${i}`);
+
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const stopped = new AbortController();
+  const traffic: Promise<void>[] = [];
+  const failures: unknown[] = [];
+  const stop = async (): Promise<void> => {
+    stopped.abort();
+    await Promise.all(traffic);
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+    cleanups.length = 0;
+  };
+
+  try {
+    const apps: Upstream[] = await Promise.all(pods.map((podName) => startOrderService({ podName })));
+    for (const app of apps) cleanups.push(() => app.close());
+    const sidecars = await Promise.all(
+      apps.map(async (app, i) => {
+        const sidecar: SidecarProcess = await startSidecarProcess(['--upstream', app.url, '--proto', PROTO_DIR], {
+          POD_NAME: pods[i] ?? '',
+          POD_NAMESPACE: namespace,
+        });
+        cleanups.push(() => sidecar.stop());
+        return sidecar;
+      }),
+    );
+    const targets: ScrapeTarget[] = sidecars.map((s, i) => ({
+      address: new URL(s.adminUrl).host,
+      labels: { namespace, service, pod: pods[i] ?? '' },
+    }));
+    const prometheus = await startPrometheus({ targets, ruleFiles: opts.ruleFiles ?? [RULES_FILE] });
+    cleanups.push(() => prometheus.stop());
+
+    const firstRounds = sidecars.map(
+      (sidecar, i) =>
+        new Promise<void>((firstRoundDone) => {
+          traffic.push(keepTraffic(sidecar.url, rps[i] ?? 1, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone));
+        }),
+    );
+
+    // Every pod's first round is over (calls, resets, closed connections,
+    // GOAWAYs), Prometheus has scraped every pod since, and holds a call rate
+    // for each.
+    const timeoutMs = opts.readyTimeoutMs ?? 30_000;
+    const until = Date.now() + timeoutMs;
+    const roundsTimer = new AbortController();
+    try {
+      const late = sleep(timeoutMs, undefined, { signal: roundsTimer.signal }).then(() => {
+        throw new Error(`traffic rounds did not end within ${timeoutMs} ms`);
+      });
+      await Promise.race([Promise.all(firstRounds), late]);
+      roundsTimer.abort();
+      const roundsOver = Date.now() / 1000;
+      await prometheus.waitForData(`count(timestamp(up) > ${roundsOver}) == ${pods.length}`, until - Date.now());
+      await prometheus.waitForData(`count(sum by (pod) (rate(rpcscope_calls_total[4s])) > 0) == ${pods.length}`, until - Date.now());
+    } catch (err) {
+      const logs = sidecars.map((s, i) => `${pods[i]}: ${s.log().slice(-2000)}`).join('\n');
+      roundsTimer.abort();
+      throw new Error(`${(err as Error).message}\ntraffic failures: ${failures.map(String).join('; ') || 'none'}\n${logs}`, { cause: err });
+    }
+    return { prometheusUrl: prometheus.url, prometheus, targets, pods, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** Rounds of generator traffic at one sidecar until `stopped`, the edge calls alongside the first; `firstRoundDone` once both are over. */
+async function keepTraffic(
+  url: string,
+  rps: number,
+  seed: number,
+  stopped: AbortSignal,
+  failures: unknown[],
+  firstRoundDone: () => void,
+): Promise<void> {
+  const edgeCalls = sendEdgeCalls(url).catch((err: unknown) => failures.push(err));
+  for (let round = 0; !stopped.aborted; round++) {
+    if (round === 1) await edgeCalls.then(firstRoundDone);
+    // Not AbortSignal.any: on Node 20 each one leaves a listener on `stopped`.
+    const roundEnd = new AbortController();
+    const endRound = (): void => roundEnd.abort();
+    const timer = setTimeout(endRound, ROUND_MS + GRACE_MS);
+    stopped.addEventListener('abort', endRound, { once: true });
+    try {
+      await runTraffic({ target: url, durationMs: ROUND_MS, rps, seed: seed + round, signal: roundEnd.signal });
+    } catch (err) {
+      // A failing round (say, a sidecar that died) must not spin: note it and pause.
+      if (failures.length < 10) failures.push(err);
+      await sleep(500, undefined, { signal: stopped }).catch(() => {});
+    } finally {
+      clearTimeout(timer);
+      stopped.removeEventListener('abort', endRound);
+    }
+  }
+  await edgeCalls;
+  firstRoundDone();
+}
