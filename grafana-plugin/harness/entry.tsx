@@ -1,14 +1,21 @@
-// The browser harness: loads the built dist/module.js the way Grafana does (an AMD module whose
-// dependencies are the packages Grafana shares), and renders its panel with real @grafana/ui
-// and @grafana/data, fed with DataFrames made from Prometheus HTTP API answers. Driven by
-// test/panel through window.rpcscopeHarness.
+// The browser harness: loads the built dist/module.js the way Grafana does — SystemJS with its
+// AMD extra, the packages Grafana shares with plugins registered under their import names —
+// and renders its panel with real @grafana/ui and @grafana/data, fed with DataFrames made from
+// Prometheus HTTP API answers. Driven by test/panel through window.rpcscopeHarness.
 import React from 'react';
+import * as reactNamespace from 'react';
+import * as reactDomNamespace from 'react-dom';
 import { createRoot, Root } from 'react-dom/client';
 import * as emotionCss from '@emotion/css';
 import * as grafanaData from '@grafana/data';
 import * as grafanaUi from '@grafana/ui';
 import { framesFromPrometheus, PromResponse } from '../test-support/prometheus-frames';
 import { registerStandardEditors } from '../test-support/standard-editors';
+// Last, so that it defines the global AMD `define` only after the bundled libraries above, some
+// of them UMD, have run (they would otherwise register themselves with SystemJS).
+import 'systemjs/dist/system.js';
+import 'systemjs/dist/extras/amd.js';
+import 'systemjs/dist/extras/named-register.js';
 
 const { createTheme, dateTime, EventBusSrv, LoadingState, ThemeContext } = grafanaData;
 
@@ -31,38 +38,36 @@ export interface RenderSpec {
 }
 
 type PanelPluginLike = { panel: React.ComponentType<grafanaData.PanelProps>; defaults: Record<string, unknown> };
-type Define = (deps: string[], factory: (...deps: unknown[]) => { plugin: PanelPluginLike }) => void;
 
-// The modules Grafana's loader hands to plugins, under the names plugins import them by.
-const SHARED: Record<string, unknown> = {
-  react: React,
-  'react-dom': { createRoot },
+interface SystemJs {
+  set(id: string, module: object): void;
+  addImportMap(map: { imports: Record<string, string> }): void;
+  import(id: string): Promise<{ plugin?: PanelPluginLike }>;
+}
+
+// As Grafana's sharedDependenciesMap hands them over: module namespaces, under the names
+// plugins import them by. A plugin asking for anything else fails to load, as it would there.
+const SHARED: Record<string, object> = {
+  react: reactNamespace,
+  'react-dom': reactDomNamespace,
   '@grafana/data': grafanaData,
   '@grafana/ui': grafanaUi,
   '@emotion/css': emotionCss,
 };
 
-/** Runs module.js and returns its `plugin` export, failing on any dependency Grafana would not provide. */
-function loadPlugin(url: string): Promise<PanelPluginLike> {
-  return new Promise((resolve, reject) => {
-    const define: Define = (deps, factory) => {
-      const missing = deps.filter((d) => !(d in SHARED));
-      if (missing.length > 0) {
-        reject(new Error(`module.js asks for ${missing.join(', ')}, which the harness (like Grafana) does not share`));
-        return;
-      }
-      try {
-        resolve(factory(...deps.map((d) => SHARED[d])).plugin);
-      } catch (e) {
-        reject(e);
-      }
-    };
-    Object.assign(window, { define: Object.assign(define, { amd: true }) });
-    const script = document.createElement('script');
-    script.src = url;
-    script.onerror = () => reject(new Error(`could not load ${url}`));
-    document.head.appendChild(script);
-  });
+async function loadPlugin(url: string): Promise<PanelPluginLike> {
+  const system = (window as unknown as { System: SystemJs }).System;
+  const imports: Record<string, string> = {};
+  for (const [name, ns] of Object.entries(SHARED)) {
+    imports[name] = `app:${name}`;
+    system.set(`app:${name}`, ns);
+  }
+  system.addImportMap({ imports });
+  const exports = await system.import(new URL(url, window.location.href).href);
+  if (!exports.plugin) {
+    throw new Error(`${url} has no plugin export`);
+  }
+  return exports.plugin;
 }
 
 let root: Root | null = null;
