@@ -77,13 +77,13 @@ function profiles(): Profile[] {
     { grpc: [8, 10], grpc_web: [4, 4], connect: [4, 4], rest: [10, 10] },
     { grpc: [22, 22], grpc_web: [28, 28], connect: [25, 25], rest: [55, 55] },
     [0.004, 0.004],
-    [0.002, 0.002],
+    [0, 0],
     { proto: [40, 5200], json: [260, 23000] }
   );
   add(
     'CreateOrder',
     'POST /v1/orders',
-    { grpc: [8, 10], grpc_web: [3, 3], connect: [3, 3], rest: [6, 6] },
+    { grpc: [15, 18], grpc_web: [3, 3], connect: [3, 3], rest: [6, 6] },
     { grpc: [40, 14], grpc_web: [45, 18], connect: [42, 15], rest: [80, 80] },
     [0.02, 0.005],
     [0.01, 0.002],
