@@ -2,30 +2,36 @@
 import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { createLogger } from './log.ts';
-import { createObservation, type Observation } from './observe/observation.ts';
-import { startSidecar } from './pipeline.ts';
+import { createObservation } from './observe/observation.ts';
+import { startSidecar, type Sidecar } from './pipeline.ts';
 
-/** Settings and what they load, or the text to print instead of starting. */
-function prepare(): { config: Config; observation: Observation } | { text: string; code: number } {
-  try {
-    const result = loadConfig(process.argv.slice(2), process.env);
-    if (result.kind === 'help') return { text: result.text, code: 0 };
-    return { config: result.config, observation: createObservation(result.config, process.env) };
-  } catch (err) {
-    if (err instanceof ConfigError) return { text: `rpcscope: ${err.message}\n`, code: 2 };
-    throw err;
-  }
+/** A bad setting: one line on stderr, exit code 2. Anything else is not ours to word. */
+function configFailure(err: unknown): number {
+  if (!(err instanceof ConfigError)) throw err;
+  process.stderr.write(`rpcscope: ${err.message}\n`);
+  return 2;
 }
 
 async function main(): Promise<number> {
-  const prepared = prepare();
-  if ('text' in prepared) {
-    (prepared.code === 0 ? process.stdout : process.stderr).write(prepared.text);
-    return prepared.code;
+  let config: Config;
+  try {
+    const result = loadConfig(process.argv.slice(2), process.env);
+    if (result.kind === 'help') {
+      process.stdout.write(result.text);
+      return 0;
+    }
+    config = result.config;
+  } catch (err) {
+    return configFailure(err);
   }
-  const { config, observation } = prepared;
   const log = createLogger(config.logLevel);
-  const sidecar = await startSidecar(config, log, observation);
+  let sidecar: Sidecar;
+  try {
+    sidecar = await startSidecar(config, log, (known) => createObservation(config, process.env, known));
+  } catch (err) {
+    // The routes, operations and .proto files are read at start: their errors are settings errors.
+    return configFailure(err);
+  }
   log.info('rpcscope started', {
     mode: config.mode,
     listen: `${sidecar.proxyAddress.address}:${sidecar.proxyAddress.port}`,
@@ -44,8 +50,6 @@ async function main(): Promise<number> {
       sidecar.drain().then(({ unfinished }) => {
         if (unfinished > 0) log.warn('drain timeout: calls still in flight were ended', { unfinished });
         log.info('stopped');
-        return observation.shutdown();
-      }).then(() => {
         resolve(0);
       });
     };

@@ -1,8 +1,17 @@
 // The sidecar assembled, top to bottom: listen -> protocol -> route -> proxy ->
-// observe, plus the admin port. Reading this file tells what runs and in what order.
+// observe, the upstreams calls go to (the app, or balanced endpoints), and the
+// admin port. Reading this file tells what runs and in what order.
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
+import { createConnectionsView } from './admin/connections-view.ts';
+import { EwmaPicker } from './balancer/picker-ewma.ts';
+import { LeastRequestPicker } from './balancer/picker-least-request.ts';
+import { RoundRobinPicker } from './balancer/picker-round-robin.ts';
+import { StickyPicker } from './balancer/picker-sticky.ts';
+import type { Picker } from './balancer/picker.ts';
+import { dnsResolver, staticResolver } from './balancer/resolver.ts';
+import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './balancer/upstreams.ts';
 import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
@@ -19,33 +28,71 @@ export interface Sidecar {
   drain(): Promise<{ unfinished: number }>;
 }
 
-export interface Plugins {
+/** What observes the calls: built once the endpoints' source is known. */
+export interface Observation {
   observers: Observer[];
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
+  shutdown(): Promise<void>;
 }
 
-export async function startSidecar(config: Config, log: Logger, plugins: Plugins): Promise<Sidecar> {
+export type ObservationFactory = (knownEndpoints: () => readonly string[]) => Observation;
+
+const PICKERS: Record<Config['balance'], () => Picker> = {
+  round_robin: () => new RoundRobinPicker(),
+  least_request: () => new LeastRequestPicker(),
+  ewma: () => new EwmaPicker(),
+  sticky: () => new StickyPicker(),
+};
+
+function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams['opts']['retire']): Upstreams {
+  if (config.mode === 'inbound') return fixedUpstreams(config.upstream, config.grpcUpstream);
+  const { upstream, endpoints, dnsServer } = config;
+  const dns = dnsServer ? `${dnsServer.host.includes(':') ? `[${dnsServer.host}]` : dnsServer.host}:${dnsServer.port}` : undefined;
+  return new BalancedUpstreams({
+    upstream,
+    resolver: endpoints ? staticResolver(endpoints) : dnsResolver(upstream.host, upstream.port, dns),
+    picker: PICKERS[config.balance](),
+    resolveIntervalMs: config.resolveIntervalMs,
+    log,
+    retire,
+  });
+}
+
+export async function startSidecar(config: Config, log: Logger, observe: ObservationFactory): Promise<Sidecar> {
   let callIds = 0;
   let connIds = 0;
   const nextConnId = (): number => ++connIds;
-  const observer = composeObservers(plugins.observers);
+
+  const retire: BalancedUpstreams['opts']['retire'] = (target) => {
+    h2.closeTarget(target);
+    h1.closeTarget(target);
+  };
+  const upstreams = createUpstreams(config, log, retire);
+  const observation = observe(() => upstreams.known());
+  const connections = createConnectionsView();
+  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer]);
+  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId);
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId);
 
   const ctx: ProxyContext = {
     config,
     observer,
-    tracing: plugins.tracing,
+    tracing: observation.tracing,
     log,
-    h2: new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId),
-    h1: new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId),
+    h2,
+    h1,
+    upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,
   };
 
+  await upstreams.start();
   const listener = new ProxyListener(ctx, nextConnId);
   let draining = false;
   let listening = false;
-  const admin = createAdminServer({ ready: () => listening && !draining, handlers: plugins.adminHandlers });
+  const adminHandlers = new Map([...observation.adminHandlers, ['/debug/connections', connections.handler]]);
+  const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);
   listening = true;
@@ -61,9 +108,11 @@ export async function startSidecar(config: Config, log: Logger, plugins: Plugins
       const unfinished = ctx.inflight.size;
       listener.destroy();
       await accepting;
-      ctx.h2.close();
-      ctx.h1.close();
+      upstreams.stop();
+      h2.close();
+      h1.close();
       await new Promise<void>((resolve) => admin.close(() => resolve()));
+      await observation.shutdown();
       return { unfinished };
     },
   };

@@ -18,6 +18,14 @@ export interface Config {
   drainTimeoutMs: number;
   connectTimeoutMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Outbound: static endpoints; undefined means DNS discovery of the upstream's host. */
+  endpoints: HostPort[] | undefined;
+  resolveIntervalMs: number;
+  dnsServer: HostPort | undefined;
+  balance: 'round_robin' | 'least_request' | 'ewma' | 'sticky';
+  /** 0 means connections are never aged out. */
+  maxConnectionAgeMs: number;
+  maxConnectionAgeGraceMs: number;
   maxMethods: number;
   routesFile: string | undefined;
   operationsFile: string | undefined;
@@ -130,18 +138,30 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
   if ((tlsCert === undefined) !== (tlsKey === undefined)) {
     throw new ConfigError(tlsCert ? '--tls-key: missing: --tls-cert needs its private key' : '--tls-cert: missing: --tls-key needs its certificate');
   }
+  const mode = v.get('mode') as Config['mode'];
+  const endpointsText = v.get('endpoints') as string | undefined;
+  const endpoints = endpointsText === undefined ? undefined : endpointsText.split(',').map((e) => e.trim()).filter((e) => e !== '').map((e) => parseValue('endpoints', { type: 'hostport' }, e) as HostPort);
+  if (endpoints && mode !== 'outbound') throw new ConfigError('--endpoints: only with --mode outbound (an inbound sidecar sends every call to its own app)');
+  if (endpoints?.length === 0) throw new ConfigError('--endpoints: empty: give host:port[,host:port...]');
+  if (v.get('grpc-upstream') && mode === 'outbound') throw new ConfigError('--grpc-upstream: only with --mode inbound (outbound calls go to the endpoints of --upstream)');
   return Object.freeze({
     listen: v.get('listen') as HostPort,
     upstream,
     grpcUpstream: v.get('grpc-upstream') as UpstreamUrl | undefined,
     admin: v.get('admin') as HostPort,
-    mode: v.get('mode') as Config['mode'],
+    mode,
     tlsCert,
     tlsKey,
     upstreamCa: v.get('upstream-ca') as string | undefined,
     drainTimeoutMs: v.get('drain-timeout') as number,
     connectTimeoutMs: v.get('connect-timeout') as number,
     logLevel: v.get('log-level') as Config['logLevel'],
+    endpoints,
+    resolveIntervalMs: Math.max(100, v.get('resolve-interval') as number),
+    dnsServer: v.get('dns-server') as HostPort | undefined,
+    balance: v.get('balance') as Config['balance'],
+    maxConnectionAgeMs: v.get('max-connection-age') as number,
+    maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,

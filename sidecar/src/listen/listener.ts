@@ -17,7 +17,9 @@ import { forwardUpgrade } from '../proxy/forward-upgrade.ts';
 import { sniffHttpVersion } from './sniff.ts';
 
 const CONN = Symbol('rpcscope.downstreamConnection');
-type Tracked = { [CONN]?: ConnectionRecord };
+const SESSION = Symbol('rpcscope.session');
+const AGED = Symbol('rpcscope.aged');
+type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean };
 
 const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
 const SESSION_WINDOW = 16 * 1024 * 1024;
@@ -30,10 +32,10 @@ export class ProxyListener {
   private draining = false;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
-    const isDraining = (): boolean => this.draining;
     // Streams and long polls may last hours: no request timeout of our own.
     this.h1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 });
-    this.h1.on('request', (req, res) => forwardH1(ctx, this.connectionOf(req.socket), req, res, isDraining));
+    // A response asks its client to close the connection while draining, or once the connection is past its age.
+    this.h1.on('request', (req, res) => forwardH1(ctx, this.connectionOf(req.socket), req, res, () => this.draining || (req.socket as Tracked)[AGED] === true));
     this.h1.on('upgrade', (req, socket, head) => forwardUpgrade(ctx, this.connectionOf(req.socket), req, socket, head));
     this.h1.on('clientError', (err: Error & { code?: string }, socket) => {
       ctx.log.debug('bad HTTP/1.1 request', { error: err.code ?? err.message });
@@ -87,6 +89,13 @@ export class ProxyListener {
       conn.closeTime = now();
       this.ctx.observer.connectionClosed(conn);
     });
+    const ageMs = this.ctx.config.maxConnectionAgeMs;
+    if (ageMs > 0) {
+      // ±10 % jitter, so connections opened together (after a deploy) do not all go at once.
+      const timer = setTimeout(() => this.ageOut(socket, conn), ageMs * (0.9 + 0.2 * Math.random()));
+      timer.unref();
+      socket.once('close', () => clearTimeout(timer));
+    }
     if (h2) {
       this.h2.emit('connection', socket);
     } else {
@@ -95,8 +104,26 @@ export class ProxyListener {
     }
   }
 
+  /**
+   * --max-connection-age: HTTP/2 clients get GOAWAY and reconnect (through
+   * kube-proxy, likely to another pod) while their calls in flight finish;
+   * HTTP/1.1 clients are asked to close after their current response. Whatever
+   * is still open after the grace period is closed.
+   */
+  private ageOut(socket: net.Socket, conn: ConnectionRecord): void {
+    const tracked = socket as Tracked;
+    tracked[AGED] = true;
+    const session = tracked[SESSION];
+    if (session) this.goaway(session);
+    else if (conn.active === 0) socket.end();
+    const grace = setTimeout(() => (session ? session.destroy() : socket.destroy()), this.ctx.config.maxConnectionAgeGraceMs);
+    grace.unref();
+    socket.once('close', () => clearTimeout(grace));
+  }
+
   private trackSession(session: http2.ServerHttp2Session): void {
     this.sessions.add(session);
+    if (session.socket) (session.socket as Tracked)[SESSION] = session;
     session.on('error', () => {});
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
     session.on('goaway', (code) => this.ctx.observer.goaway('client', code));

@@ -38,6 +38,7 @@ import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import { Router } from '../route/router.ts';
+import { LoadSkew } from './load-skew.ts';
 import type { Route } from '../route/router.ts';
 
 export interface MetricsObserverOptions {
@@ -51,6 +52,8 @@ export interface MetricsObserverOptions {
   protos?: ProtoCatalog;
   /** `service.name` on target_info. */
   serviceName?: string;
+  /** Every upstream endpoint known now (`host:port`), for the endpoint gauge and the skew; idle ones count. */
+  knownEndpoints?: () => readonly string[];
   /** Where POD_NAME and POD_NAMESPACE (the Downward API) are read; process.env by default. */
   env?: Readonly<Record<string, string | undefined>>;
 }
@@ -120,6 +123,7 @@ interface UpstreamCells {
   calls: (ValueCell | undefined)[];
   active: ValueCell;
   duration: HistogramCell;
+  connections: ValueCell;
 }
 
 class MetricsObserverImpl implements MetricsObserver {
@@ -145,13 +149,20 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly upstreamCalls = new ValueFamily('rpcscope_upstream_calls_total', 'Calls sent to each upstream endpoint.', 'counter');
   private readonly upstreamActive = new ValueFamily('rpcscope_upstream_calls_active', 'Calls in flight per upstream endpoint.', 'gauge');
   private readonly upstreamDuration = new HistogramFamily('rpcscope_upstream_call_duration_seconds', 'Latency of unary-shaped calls per upstream endpoint, from request sent to response end received.', CALL_DURATION_SECONDS);
+  private readonly upstreamConnections = new ValueFamily('rpcscope_upstream_connections_active', 'Open connections per upstream endpoint.', 'gauge');
+  private readonly upstreamEndpoints = new ValueFamily('rpcscope_upstream_endpoints', 'Endpoints currently known for the upstream.', 'gauge');
+  private readonly loadSkewRatio = new ValueFamily('rpcscope_load_skew_ratio', 'Max / mean of the per-endpoint call rate over the last 30 s, idle endpoints counting as 0.', 'gauge');
+  private readonly endpointsCell = this.upstreamEndpoints.cell({});
+  private readonly skewCell = this.loadSkewRatio.cell({});
+  private readonly skew = new LoadSkew();
+  private readonly knownEndpoints: () => readonly string[];
   private readonly families: MetricFamily[] = [
     this.callsTotal, this.callsActive, this.callDuration, this.payload, this.overhead,
     this.streamDuration, this.firstMessage, this.messages,
     this.resets, this.goaways,
     this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
     this.connectionsActive, this.connectionDuration, this.connectionCalls,
-    this.upstreamCalls, this.upstreamActive, this.upstreamDuration,
+    this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
   ];
 
   private readonly router: Router;
@@ -170,6 +181,7 @@ class MetricsObserverImpl implements MetricsObserver {
 
   constructor(opts: MetricsObserverOptions) {
     this.router = new Router(opts);
+    this.knownEndpoints = opts.knownEndpoints ?? (() => [...this.upstreamCells.keys()]);
     const env = opts.env ?? process.env;
     const resource = resourceFromAttributes({
       [ATTR_SERVICE_NAME]: opts.serviceName ?? 'rpcscope',
@@ -247,6 +259,7 @@ class MetricsObserverImpl implements MetricsObserver {
 
     if (call.upstream !== '') {
       const up = this.upstreamCellsFor(call.upstream);
+      this.skew.record(call.upstream);
       (up.calls[code] ?? this.newUpstreamCallCell(up, code)).value++;
       if (shape === 'unary' && call.upstreamStartTime !== undefined) {
         up.duration.record(((call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime) / 1000);
@@ -256,6 +269,7 @@ class MetricsObserverImpl implements MetricsObserver {
 
   connectionOpened(conn: ConnectionRecord): void {
     this.connectionCellsFor(conn).active.value++;
+    if (conn.side === 'upstream') this.upstreamCellsFor(conn.peer).connections.value++;
   }
 
   connectionClosed(conn: ConnectionRecord): void {
@@ -263,6 +277,7 @@ class MetricsObserverImpl implements MetricsObserver {
     cells.active.value--;
     cells.duration.record((conn.closeTime - conn.openTime) / 1000);
     cells.calls.record(conn.calls);
+    if (conn.side === 'upstream') this.upstreamCellsFor(conn.peer).connections.value--;
   }
 
   goaway(side: GoawaySide, code: number): void {
@@ -389,7 +404,7 @@ class MetricsObserverImpl implements MetricsObserver {
     const upstream = this.upstreamGuard.admit(endpoint);
     let cells = this.upstreamCells.get(upstream);
     if (cells === undefined) {
-      cells = { calls: [], active: this.upstreamActive.cell({ upstream }), duration: this.upstreamDuration.cell({ upstream }) };
+      cells = { calls: [], active: this.upstreamActive.cell({ upstream }), duration: this.upstreamDuration.cell({ upstream }), connections: this.upstreamConnections.cell({ upstream }) };
       this.upstreamCells.set(upstream, cells);
     }
     return cells;
@@ -409,6 +424,9 @@ class MetricsObserverImpl implements MetricsObserver {
       if (call.framed && obs instanceof CallObservation) this.countMessages(call, obs);
       if (call.upstream !== '') this.upstreamCellsFor(call.upstream).active.value++;
     }
+    const known = this.knownEndpoints();
+    this.endpointsCell.value = known.length;
+    this.skewCell.value = this.skew.ratio(known);
     const endTime = hrTimeFromMillis(Date.now());
     const metrics = this.families.filter((f) => f.cells.length > 0).map((f) => f.toMetricData(this.startTime, endTime));
     metrics.push(...this.processMetrics.collect(this.startTime, endTime));

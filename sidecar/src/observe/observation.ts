@@ -4,20 +4,13 @@
 // message naming its flag.
 import type http from 'node:http';
 import type { Config } from '../config/load.ts';
+import type { Observation } from '../pipeline.ts';
 import { ConfigError } from '../config/parse-value.ts';
 import { loadOperationsFile } from '../route/operation-map.ts';
 import { loadProtoDir } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
-import { createCallTracing, type CallTracing } from './call-tracing.ts';
+import { createCallTracing } from './call-tracing.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
-import type { Observer } from './observer.ts';
-
-export interface Observation {
-  observers: Observer[];
-  tracing: CallTracing;
-  adminHandlers: Map<string, http.RequestListener>;
-  shutdown(): Promise<void>;
-}
 
 function load<T>(flag: string, file: string | undefined, loader: (file: string) => T): T | undefined {
   if (file === undefined) return undefined;
@@ -28,20 +21,22 @@ function load<T>(flag: string, file: string | undefined, loader: (file: string) 
   }
 }
 
-export function createObservation(config: Config, env: Readonly<Record<string, string | undefined>>): Observation {
+/** Loads what the settings name; throws ConfigError naming the flag of a file that cannot be read. */
+export function createObservation(config: Config, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[]): Observation {
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
     routes: load('routes', config.routesFile, loadRouteFile),
     operations: load('operations', config.operationsFile, loadOperationsFile),
     protos: load('proto', config.protoDir, loadProtoDir),
     serviceName: config.serviceName,
+    knownEndpoints,
     env,
   });
   const tracing = createCallTracing(config.serviceName, env);
   return {
     observers: [metrics],
     tracing,
-    adminHandlers: new Map([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
+    adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
     shutdown: async () => {
       await Promise.all([metrics.shutdown(), tracing.shutdown()]);
     },

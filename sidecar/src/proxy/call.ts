@@ -16,7 +16,8 @@ type HeaderBag = Record<string, string | string[] | undefined>;
 export class Call {
   readonly record: CallRecord;
   readonly tap: CallTap;
-  readonly target: UpstreamUrl;
+  /** Where the call goes; undefined when no upstream endpoint is known. */
+  readonly target: UpstreamUrl | undefined;
   /** The traceparent to send upstream in place of the caller's (tracing on), else undefined. */
   readonly traceparent: string | undefined;
   private ended = false;
@@ -45,8 +46,7 @@ export class Call {
     record.deadline = readDeadline(detected.protocol, headers);
     this.record = record;
     this.tap = new CallTap(record, detected.base64, now);
-    const grpcFamily = detected.protocol !== 'rest';
-    this.target = (grpcFamily && ctx.config.grpcUpstream) || ctx.config.upstream;
+    this.target = ctx.upstreams.pick(record, conn.id, detected.protocol !== 'rest');
     conn.calls++;
     conn.active++;
     ctx.inflight.add(this);
@@ -54,10 +54,10 @@ export class Call {
     this.traceparent = ctx.tracing.start(record, headers);
   }
 
-  /** The request went on to the upstream at `peer` (`ip:port`). */
-  sent(peer: string): void {
+  /** The request went on to the upstream endpoint (`host:port`). */
+  sent(endpoint: string): void {
     this.record.upstreamStartTime = now();
-    this.record.upstream = peer;
+    this.record.upstream = endpoint;
   }
 
   /**

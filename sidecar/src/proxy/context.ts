@@ -1,6 +1,7 @@
 // What every forwarder needs, built once at start by the pipeline.
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
+import type { Upstreams } from '../balancer/upstreams.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
@@ -13,6 +14,7 @@ export interface ProxyContext {
   readonly log: Logger;
   readonly h2: H2SessionPool;
   readonly h1: H1AgentPool;
+  readonly upstreams: Upstreams;
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
   nextCallId(): number;

@@ -34,7 +34,7 @@ function withTraceparent(raw: string[], traceparent: string | undefined): string
   return out;
 }
 
-export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, draining: () => boolean): void {
+export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
   const method = req.method ?? 'GET';
   const url = req.url ?? '/';
   const q = url.indexOf('?');
@@ -45,9 +45,23 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
   // No date header of our own: the caller sees the upstream's headers, no more.
   res.sendDate = false;
 
-  let upstreamOpened = false;
   /** Who closed the caller's connection mid-response, when it was not the caller. */
   let closedBy: 'upstream' | 'proxy' | undefined;
+  const reply = (code: LocalCode, message: string): void => {
+    const r = localReply(detected.protocol, detected.framed, contentType, code, message);
+    tap.responseHeaders(r.status, r.headers);
+    if (r.body) tap.responseData(r.body);
+    res.writeHead(r.status, { ...r.headers, 'content-length': r.body ? r.body.length : 0 });
+    res.end(r.body);
+  };
+  if (!target) {
+    record.upstreamUnreachable = true;
+    req.resume();
+    res.on('close', () => call.end());
+    return reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
+  }
+
+  let upstreamOpened = false;
 
   const upReq = (target.tls ? https : http).request({
     host: target.host,
@@ -65,7 +79,6 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     if (!upConn) return;
     const counted = (): void => {
       upstreamOpened = true;
-      record.upstream = upConn.peer;
       upConn.calls++;
       upConn.active++;
       upReq.once('close', () => upConn.active--);
@@ -82,8 +95,8 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
-    // While draining, every response asks its client to close the connection.
-    if (draining()) res.shouldKeepAlive = false;
+    // Draining, or past --max-connection-age: the client is asked to close the connection.
+    if (closing()) res.shouldKeepAlive = false;
     res.writeHead(status, upRes.statusMessage, filterRawHeaders(upRes.rawHeaders));
     // Headers go out now, not with the first body byte: server-sent events and
     // long polls must see them at once.
@@ -107,14 +120,6 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     upRes.on('error', () => {});
   });
 
-  const reply = (code: LocalCode, message: string): void => {
-    const r = localReply(detected.protocol, detected.framed, contentType, code, message);
-    tap.responseHeaders(r.status, r.headers);
-    if (r.body) tap.responseData(r.body);
-    res.writeHead(r.status, { ...r.headers, 'content-length': r.body ? r.body.length : 0 });
-    res.end(r.body);
-  };
-
   upReq.on('error', (err: Error & { code?: string }) => {
     if (record.deadlineEnforced) return;
     if (res.headersSent) {
@@ -126,6 +131,12 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
   });
 
+  res.on('close', () => {
+    if (res.writableFinished) return call.end();
+    upReq.destroy();
+    call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
+  });
+
   call.enforceDeadline(() => {
     upReq.destroy();
     if (!res.headersSent) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
@@ -133,9 +144,4 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     res.destroy();
   });
 
-  res.on('close', () => {
-    if (res.writableFinished) return call.end();
-    upReq.destroy();
-    call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
-  });
 }

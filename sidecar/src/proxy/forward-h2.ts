@@ -69,6 +69,10 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     call.end({ side: 'client', code });
   });
 
+  if (!target) {
+    record.upstreamUnreachable = true;
+    return reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
+  }
   const requestHeaders: http2.OutgoingHttpHeaders = {
     ':method': method,
     ':path': path,

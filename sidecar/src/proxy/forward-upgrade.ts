@@ -17,6 +17,14 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
   const q = url.indexOf('?');
   const call = new Call(ctx, conn, detect(method, req.headers['content-type'], undefined, ''), '1.1', method, q < 0 ? url : url.slice(0, q), req.headers);
   const { record, tap, target } = call;
+  socket.on('error', () => {});
+  if (!target) {
+    record.upstreamUnreachable = true;
+    tap.responseHeaders(503, {});
+    socket.end('HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    call.end();
+    return;
+  }
 
   const upstream = target.tls ? tls.connect({ host: target.host, port: target.port, servername: target.host, ALPNProtocols: ['http/1.1'] }) : net.connect(target.port, target.host);
   call.sent(target.authority);
@@ -26,7 +34,6 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
 
   upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
     connected = true;
-    if (upstream.remoteAddress) record.upstream = `${upstream.remoteAddress}:${upstream.remotePort}`;
     const raw = filterRawHeaders(req.rawHeaders, true);
     let text = `${method} ${url} HTTP/1.1\r\n`;
     for (let i = 0; i < raw.length; i += 2) text += `${raw[i]}: ${raw[i + 1]}\r\n`;
@@ -48,7 +55,6 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
   upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
   upstream.pipe(socket);
 
-  socket.on('error', () => {});
   upstream.on('error', (err: Error & { code?: string }) => {
     if (connected) return;
     record.upstreamUnreachable = true;

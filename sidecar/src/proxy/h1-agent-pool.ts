@@ -52,7 +52,6 @@ export class H1AgentPool {
     socket.once(target.tls ? 'secureConnect' : 'connect', () => {
       opened = true;
       socket.setTimeout(0);
-      if (socket.remoteAddress) conn.peer = `${socket.remoteAddress}:${socket.remotePort}`;
       this.observer.connectionOpened(conn);
     });
     socket.once('timeout', () => {
@@ -63,6 +62,14 @@ export class H1AgentPool {
       conn.closeTime = now();
       this.observer.connectionClosed(conn);
     });
+  }
+
+  /** An endpoint is gone: close its idle sockets now, the busy ones when their calls end. */
+  closeTarget(target: UpstreamUrl): void {
+    const agent = this.agents.get(target.href);
+    if (!agent) return;
+    this.agents.delete(target.href);
+    agent.destroy();
   }
 
   close(): void {

@@ -16,6 +16,8 @@ const SESSION_WINDOW = 16 * 1024 * 1024;
 export interface PooledSession {
   readonly session: http2.ClientHttp2Session;
   readonly conn: ConnectionRecord;
+  /** The upstream's href, as the pool keys it. */
+  readonly target: string;
   /** The socket connected; a stream that fails before then found the upstream unreachable. */
   connected: boolean;
 }
@@ -47,7 +49,7 @@ export class H2SessionPool {
       ...(target.tls ? { ca: this.ca, ALPNProtocols: ['h2'], servername: target.host } : {}),
     });
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
-    const pooled: PooledSession = { session, conn, connected: false };
+    const pooled: PooledSession = { session, conn, target: target.href, connected: false };
     this.live.set(target.href, pooled);
     this.all.add(pooled);
     const retire = () => {
@@ -59,8 +61,6 @@ export class H2SessionPool {
     session.once('connect', () => {
       clearTimeout(timer);
       pooled.connected = true;
-      const sock = session.socket;
-      if (sock?.remoteAddress) conn.peer = `${sock.remoteAddress}:${sock.remotePort}`;
       session.setLocalWindowSize(SESSION_WINDOW);
       this.observer.connectionOpened(conn);
     });
@@ -83,6 +83,12 @@ export class H2SessionPool {
       }
     });
     return pooled;
+  }
+
+  /** An endpoint is gone: close its sessions once their streams are done. */
+  closeTarget(target: UpstreamUrl): void {
+    for (const p of this.all) if (p.target === target.href) p.session.close();
+    this.live.delete(target.href);
   }
 
   /** Close every session once its streams are done. */

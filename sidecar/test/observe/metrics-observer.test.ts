@@ -93,6 +93,9 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_upstream_calls_total: ['counter', ['upstream', 'code']],
   rpcscope_upstream_calls_active: ['gauge', ['upstream']],
   rpcscope_upstream_call_duration_seconds: ['histogram', ['upstream']],
+  rpcscope_upstream_connections_active: ['gauge', ['upstream']],
+  rpcscope_upstream_endpoints: ['gauge', []],
+  rpcscope_load_skew_ratio: ['gauge', []],
 };
 
 /** The le values METRICS.md gives a range for: first and last finite bucket. */
@@ -114,6 +117,7 @@ describe('the METRICS.md contract', () => {
     o.connectionOpened(connection());
     o.connectionClosed(connection({ closeTime: 5_000, calls: 3 }));
     o.goaway('upstream', 0);
+    o.connectionOpened(connection({ side: 'upstream', peer: '10.1.2.3:50051' }));
     run(o, { ...okGrpc, upstreamStartTime: 1001, upstreamEndTime: 1009, upstream: '10.1.2.3:50051', deadline: { header: 'grpc-timeout', raw: '1S', ms: 1000 } });
     run(o, { ...okGrpc, path: '/order.v1.OrderService/WatchOrders', responseMessages: 4, firstResponseMessageTime: 1002 });
     run(o, { ms: 200, path: '/order.v1.OrderService/Chat', deadline: { header: 'grpc-timeout', raw: '100m', ms: 100 }, reset: { side: 'client', code: 8 } });

@@ -67,7 +67,7 @@ export async function startTestSidecar(upstreamUrl: string, extraArgs: string[] 
   const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstreamUrl, '--log-level', 'silent', '--drain-timeout', '2s', ...extraArgs], {});
   if (result.kind !== 'run') throw new Error('unexpected help');
   const recorder = createRecorder();
-  const sidecar = await startSidecar(result.config, createLogger('silent'), { observers: [recorder], tracing: noopTracing, adminHandlers: new Map() });
+  const sidecar = await startSidecar(result.config, createLogger('silent'), () => ({ observers: [recorder], tracing: noopTracing, adminHandlers: new Map(), shutdown: async () => {} }));
   const port = sidecar.proxyAddress.port;
   return {
     sidecar,

@@ -1,0 +1,54 @@
+// One upstream endpoint (`ip:port`) as the balancer sees it: calls in flight,
+// a latency estimate, and whether it may be picked now.
+import type { UpstreamUrl } from '../config/parse-value.ts';
+
+/** A failed endpoint sits out for 1 s, doubling per failure in a row, at most 30 s. */
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_MAX_MS = 30_000;
+/** Peak-EWMA decay (Linkerd's default): older latencies fade over ~10 s. */
+const EWMA_DECAY_MS = 10_000;
+
+export class Endpoint {
+  /** Calls in flight. */
+  active = 0;
+  /** Calls picked onto it so far. */
+  calls = 0;
+  /** Peak-EWMA of upstream latency in ms; 0 until the first call ends, so a new endpoint is tried. */
+  ewmaMs = 0;
+  private ewmaAt = 0;
+  private failures = 0;
+  /** Not before this time (ms, performance.now()) after a failure. */
+  retryAt = 0;
+  /** Gone from discovery: no new calls; closed once its calls are done. */
+  draining = false;
+
+  constructor(
+    /** `host:port`, the `upstream` label. */
+    readonly address: string,
+    readonly target: UpstreamUrl,
+  ) {}
+
+  usable(now: number): boolean {
+    return !this.draining && now >= this.retryAt;
+  }
+
+  /** A call on it ended; `latencyMs` is undefined when the endpoint could not be reached. */
+  finished(now: number, latencyMs: number | undefined): void {
+    this.active--;
+    if (latencyMs === undefined) {
+      this.failures++;
+      this.retryAt = now + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
+      return;
+    }
+    this.failures = 0;
+    this.retryAt = 0;
+    // Peak EWMA: a slower call raises the estimate at once, faster ones lower it gradually.
+    if (this.ewmaMs === 0 || latencyMs > this.ewmaMs) {
+      this.ewmaMs = latencyMs;
+    } else {
+      const w = Math.exp(-(now - this.ewmaAt) / EWMA_DECAY_MS);
+      this.ewmaMs = this.ewmaMs * w + latencyMs * (1 - w);
+    }
+    this.ewmaAt = now;
+  }
+}
