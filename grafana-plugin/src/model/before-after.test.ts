@@ -82,6 +82,16 @@ describe('buildBeforeAfter', () => {
     expect(model.rows[0]!.lowCalls).toBe(false);
   });
 
+  it('leaves out metrics with no value on either side', () => {
+    const model = build([
+      ...promFrames('p99', [{ labels: op('WatchOrders', 'grpc'), values: [Number.NaN] }]),
+      ...promFrames('p99_before', [{ labels: op('WatchOrders', 'grpc'), values: [Number.NaN] }]),
+      ...promFrames('rate', [{ labels: op('WatchOrders', 'grpc'), values: steady(2) }]),
+      ...promFrames('rate_before', [{ labels: op('WatchOrders', 'grpc'), values: steady(2) }]),
+    ]);
+    expect(model.rows.map((r) => r.metrics.map((m) => m.metric))).toEqual([['rate']]);
+  });
+
   it('keeps an operation seen on one side only, without a delta', () => {
     const model = build(
       [

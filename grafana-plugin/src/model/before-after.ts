@@ -181,12 +181,18 @@ export function buildBeforeAfter(byRefId: SeriesByRefId, opts: BeforeAfterOption
     for (const [pb, pa] of pairProtocols([...b.keys()], [...a.keys()])) {
       const vb = pb === null ? undefined : b.get(pb);
       const va = pa === null ? undefined : a.get(pa);
-      const cells = metrics.map((metric): BeforeAfterMetric => {
-        const x = vb?.get(metric) ?? null;
-        const y = va?.get(metric) ?? null;
-        const delta = x !== null && y !== null ? compare(y, x, metricDef(metric), opts) : null;
-        return { metric, before: x, after: y, delta };
-      });
+      const cells = metrics
+        .map((metric): BeforeAfterMetric => {
+          const x = vb?.get(metric) ?? null;
+          const y = va?.get(metric) ?? null;
+          const delta = x !== null && y !== null ? compare(y, x, metricDef(metric), opts) : null;
+          return { metric, before: x, after: y, delta };
+        })
+        // As in protocols mode, a metric with no value on either side is left out.
+        .filter((m) => m.before !== null || m.after !== null);
+      if (cells.length === 0) {
+        continue;
+      }
       const nb = callsKnown && pb !== null ? callsFor(callsBefore, operation, pb) : null;
       const na = callsKnown && pa !== null ? callsFor(callsAfter, operation, pa) : null;
       const lowCalls = callsKnown && ((nb ?? 0) < opts.minCalls || (na ?? 0) < opts.minCalls);

@@ -62,6 +62,23 @@ describe('buildProtocolMatrix', () => {
     expect(listOrders.rows[0]!.cells.map((c) => c.delta)).toEqual([null, null, null]);
   });
 
+  it('leaves out metric rows, and operations, without a single value', () => {
+    const m = buildProtocolMatrix(
+      readSeries([
+        ...promFrames('p99', [
+          { labels: op('GetOrder', 'rest'), values: [0.1] },
+          { labels: op('WatchOrders', 'grpc'), values: [null, null] },
+        ]),
+        ...promFrames('rate', [
+          { labels: op('GetOrder', 'rest'), values: [5] },
+          { labels: op('Quiet', 'grpc'), values: [Number.NaN] },
+        ]),
+      ]),
+      { ...opts, metrics: ['p99', 'rate'] }
+    );
+    expect(m.operations.map((o) => [o.operation, o.rows.map((r) => r.metric)])).toEqual([['GetOrder', ['p99', 'rate']]]);
+  });
+
   it('reports series it could not place', () => {
     const m = buildProtocolMatrix(
       readSeries([

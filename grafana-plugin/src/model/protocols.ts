@@ -118,7 +118,14 @@ export function buildProtocolMatrix(byRefId: SeriesByRefId, opts: ProtocolOption
         }
         return cell;
       });
-      rows.push({ metric, cells });
+      // A metric no protocol has a value for says nothing about this operation (a streaming
+      // method has no call-duration histogram, say): its row is left out rather than dashed.
+      if (cells.some((c) => c.value !== null)) {
+        rows.push({ metric, cells });
+      }
+    }
+    if (rows.length === 0) {
+      continue;
     }
     let rate: number | null = null;
     const rates = byMetric.get('rate');
