@@ -11,14 +11,7 @@ import { buildDashboards } from '../../dashboards/generate.ts';
 import type { RunningPrometheus } from '../support/prometheus.ts';
 import { RULES_FILE as RULES, startRecordedStack, type RecordedStack } from '../support/recorded-stack.ts';
 import { loadContract } from './metrics-contract.ts';
-import { dashboardExpressions, metricNames, substitute } from './promql.ts';
-
-// Series METRICS.md promises that sidecar/bin/rpcscope does not export yet
-// (sidecar/src/balancer is empty: no endpoint discovery, per-endpoint
-// connection count or local skew estimate). The expressions that read them
-// cannot return data; they are pinned here so that the day the sidecar exports
-// them these tests fail and the list shrinks.
-const NOT_YET_EXPORTED = new Set(['rpcscope_upstream_connections_active', 'rpcscope_upstream_endpoints', 'rpcscope_load_skew_ratio']);
+import { dashboardExpressions, substitute } from './promql.ts';
 
 // Grafana's $__rate_interval is four scrape intervals at least; the scrape
 // interval here is 1 s. The before/after offset is shrunk to fit the few
@@ -64,17 +57,13 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
   for (const [file, d] of Object.entries(buildDashboards())) {
     it(`${file}: every expression returns data`, async () => {
       const empty: string[] = [];
-      const awaitingSidecar: string[] = [];
       const exprs = dashboardExpressions(d);
       for (const e of exprs) {
         const result = await prom.query(substitute(e.expr, DATA_VALUES));
-        const gap = metricNames(e.expr).some((m) => NOT_YET_EXPORTED.has(m));
-        if (gap) awaitingSidecar.push(`${e.where}: ${result.length === 0 ? 'empty' : 'has data: drop its series from NOT_YET_EXPORTED'}`);
-        else if (result.length === 0) empty.push(e.where);
+        if (result.length === 0) empty.push(e.where);
       }
       assert.ok(exprs.length > 10);
       assert.deepEqual(empty, []);
-      for (const a of awaitingSidecar) assert.match(a, /: empty$/);
     });
   }
 
@@ -124,7 +113,7 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     assert.ok(Math.abs(sticky - 2 / 3) < 0.08, `share of ${stack.pods[0]}: ${sticky}`);
   });
 
-  it('the sidecar exports every series METRICS.md promises, with every label it lists, but the pinned gaps', async () => {
+  it('the sidecar exports every series METRICS.md promises, with every label it lists', async () => {
     const target = stack.targets[0];
     assert.ok(target);
     // Straight from the admin port: Prometheus would drop the empty-valued labels this checks.
@@ -143,7 +132,7 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
         if (s.labels.sort().join() !== [...m.labels].sort().join()) wrongLabels.add(`${m.name}: ${s.labels.join()}`);
       }
     }
-    assert.deepEqual(missing.sort(), [...NOT_YET_EXPORTED].sort());
+    assert.deepEqual(missing, []);
     assert.deepEqual([...wrongLabels], []);
   });
 });

@@ -116,8 +116,14 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
     log = (log + chunk.toString()).slice(-8000);
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // A test process that ends without calling stop() must not leave Prometheus running.
+  const killOnExit = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
 
   const stop = async (): Promise<void> => {
+    process.off('exit', killOnExit);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5000);

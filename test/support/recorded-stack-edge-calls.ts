@@ -12,6 +12,8 @@ import { connect, constants, type ClientHttp2Session, type OutgoingHttpHeaders }
 const GET_ORDER = '/order.v1.OrderService/GetOrder';
 /** gRPC's DEADLINE_EXCEEDED, as the order service's x-fail-code header takes it. */
 const DEADLINE_EXCEEDED = '4';
+/** Every edge call answers within a second; past this the sidecar is gone and the session is torn down. */
+const BUDGET_MS = 5000;
 
 /** A length-prefixed GetOrderRequest{id} (field 1, length-delimited), as gRPC frames it. */
 function getOrderFrame(id: string): Buffer {
@@ -23,6 +25,7 @@ function getOrderFrame(id: string): Buffer {
 
 function grpcCall(session: ClientHttp2Session, headers: OutgoingHttpHeaders, cancelAfterMs?: number): Promise<void> {
   return new Promise((resolve) => {
+    if (session.destroyed) return resolve();
     const stream = session.request({
       ':method': 'POST',
       ':path': GET_ORDER,
@@ -42,6 +45,9 @@ function grpcCall(session: ClientHttp2Session, headers: OutgoingHttpHeaders, can
 export async function sendEdgeCalls(url: string): Promise<void> {
   const session = connect(url);
   session.on('error', () => {});
+  const closed = new Promise<void>((resolve) => session.once('close', () => resolve()));
+  // Destroying the session closes its streams, so every call below settles.
+  const budget = setTimeout(() => session.destroy(), BUDGET_MS);
   try {
     await Promise.all([
       grpcCall(session, { 'grpc-timeout': 'soon' }),
@@ -49,6 +55,8 @@ export async function sendEdgeCalls(url: string): Promise<void> {
       grpcCall(session, { 'grpc-timeout': '50m', 'x-delay-ms': '400' }, 150),
     ]);
   } finally {
-    await new Promise<void>((resolve) => session.close(() => resolve()));
+    if (!session.destroyed) session.close();
+    await closed;
+    clearTimeout(budget);
   }
 }

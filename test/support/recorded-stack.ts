@@ -82,6 +82,12 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
           POD_NAMESPACE: namespace,
         });
         cleanups.push(() => sidecar.stop());
+        // A test process that ends without calling stop() must not leave its sidecars running.
+        const killOnExit = (): void => {
+          sidecar.proc.kill('SIGKILL');
+        };
+        process.once('exit', killOnExit);
+        cleanups.push(async () => process.off('exit', killOnExit));
         return sidecar;
       }),
     );
