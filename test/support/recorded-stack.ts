@@ -73,9 +73,14 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
   };
 
   try {
-    const apps: Upstream[] = await Promise.all(pods.map((podName) => startOrderService({ podName })));
-    for (const app of apps) cleanups.push(() => app.close());
-    const sidecars = await Promise.all(
+    const apps: Upstream[] = await settleAll(
+      pods.map(async (podName) => {
+        const app = await startOrderService({ podName });
+        cleanups.push(() => app.close());
+        return app;
+      }),
+    );
+    const sidecars = await settleAll(
       apps.map(async (app, i) => {
         const sidecar: SidecarProcess = await startSidecarProcess(['--upstream', app.url, '--proto', PROTO_DIR], {
           POD_NAME: pods[i] ?? '',
@@ -130,6 +135,14 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
     await stop();
     throw err;
   }
+}
+
+/** Promise.all that waits for every start, so that the ones that did start are cleaned up when another fails. */
+async function settleAll<T>(starts: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(starts);
+  const failed = settled.find((s) => s.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
 /** Rounds of generator traffic at one sidecar until `stopped`, the edge calls alongside the first; `firstRoundDone` once both are over. */
