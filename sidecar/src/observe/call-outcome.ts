@@ -25,6 +25,20 @@ export function deadlinePassed(call: CallRecord): boolean {
   return ms !== undefined && call.endTime - call.startTime > ms;
 }
 
+/**
+ * Whether a client reset is the client giving up at its own deadline. The client
+ * starts its clock before its request reaches the sidecar, so its timeout reset
+ * arrives a little before the deadline as measured here (grpc-js, connect-node
+ * and browsers all do this). A client reset within that slack — 10 % of the
+ * budget, at least 25 ms, at most 1 s — counts as at the deadline.
+ */
+function clientGaveUpAtDeadline(call: CallRecord, reset: CallReset | undefined): boolean {
+  const ms = call.deadline?.ms;
+  if (ms === undefined || reset?.side !== 'client') return false;
+  const slack = Math.min(1000, Math.max(25, ms * 0.1));
+  return call.endTime - call.startTime >= ms - slack;
+}
+
 /** The code the protocol itself reported (or implies), before resets, reachability and deadlines. */
 function protocolCode(call: CallRecord): number {
   switch (call.protocol) {
@@ -51,8 +65,8 @@ function protocolCode(call: CallRecord): number {
  * upstream; then what the protocol reported.
  */
 export function decideCodeNumber(call: CallRecord): number {
-  if (call.deadlineEnforced || deadlinePassed(call)) return GrpcCode.DEADLINE_EXCEEDED;
   const reset = endingReset(call);
+  if (call.deadlineEnforced || deadlinePassed(call) || clientGaveUpAtDeadline(call, reset)) return GrpcCode.DEADLINE_EXCEEDED;
   if (reset !== undefined) return resetToGrpcCode(reset.code, reset.side);
   if (call.upstreamUnreachable) return GrpcCode.UNAVAILABLE;
   return protocolCode(call);
@@ -75,7 +89,7 @@ export function deadlineDetection(call: CallRecord): DeadlineDetection | undefin
   if (call.deadlineEnforced) return 'proxy';
   const reset = endingReset(call);
   const passed = deadlinePassed(call);
-  if (passed && reset?.side === 'client') return 'client_cancel';
+  if ((passed && reset?.side === 'client') || clientGaveUpAtDeadline(call, reset)) return 'client_cancel';
   if (reset === undefined && !call.upstreamUnreachable && protocolCode(call) === GrpcCode.DEADLINE_EXCEEDED) return 'status';
   return passed ? 'late_response' : undefined;
 }

@@ -107,3 +107,22 @@ describe('deadlineDetection', () => {
     assert.equal(deadlineDetection(endedCall({ ms: 150, deadline: grpcTimeout(100), reset: { side: 'upstream', code: 2 } })), 'late_response');
   });
 });
+
+describe('a client giving up at its own deadline', () => {
+  // Its clock started before the request reached the sidecar: its reset arrives a
+  // little before the deadline as the sidecar measures it.
+  test('a client reset within the slack of the deadline is DEADLINE_EXCEEDED, detected by client_cancel', () => {
+    for (const [ms, budget] of [[96, 100], [80, 100], [950, 1000], [9_100, 10_000]] as const) {
+      const call = endedCall({ ms, deadline: grpcTimeout(budget), reset: { side: 'client', code: 2 } });
+      assert.equal(decideCode(call), 'DEADLINE_EXCEEDED', `${ms} of ${budget}`);
+      assert.equal(deadlineDetection(call), 'client_cancel');
+    }
+  });
+
+  test('an earlier client reset, or one from the upstream, is not a deadline miss', () => {
+    assert.equal(decideCode(endedCall({ ms: 60, deadline: grpcTimeout(100), reset: { side: 'client', code: 8 } })), 'CANCELLED');
+    assert.equal(decideCode(endedCall({ ms: 8_900, deadline: grpcTimeout(10_000), reset: { side: 'client', code: 8 } })), 'CANCELLED');
+    assert.equal(decideCode(endedCall({ ms: 97, deadline: grpcTimeout(100), reset: { side: 'upstream', code: 8 } })), 'CANCELLED');
+    assert.equal(decideCode(endedCall({ ms: 97, deadline: grpcTimeout(100), grpcStatus: 0 })), 'OK');
+  });
+});
