@@ -23,6 +23,35 @@ export const PROTO_DIR = join(REPO_ROOT, 'demo', 'proto');
 /** The pod IP of pod `i`: 127.0.0.2 upwards, leaving 127.0.0.1 to the balancer, clients and Prometheus. */
 export const podIp = (i: number): string => `127.0.0.${2 + i}`;
 
+/** One connection as /debug/connections lists it. */
+export interface DebugConnection {
+  id: number;
+  peer: string;
+  http_version: string;
+  age_seconds: number;
+  calls: number;
+  calls_active: number;
+  share: number;
+}
+
+export interface DebugSide {
+  connections: number;
+  calls: number;
+  list: DebugConnection[];
+}
+
+/** The admin port's /debug/connections: every open connection on each side. */
+export interface DebugConnections {
+  downstream: DebugSide;
+  upstream: DebugSide;
+}
+
+export async function debugConnections(adminUrl: string): Promise<DebugConnections> {
+  const res = await fetch(`${adminUrl}/debug/connections`);
+  if (!res.ok) throw new Error(`${adminUrl}/debug/connections: HTTP ${res.status}`);
+  return (await res.json()) as DebugConnections;
+}
+
 export interface FleetOptions {
   /** Pods in the Deployment; default 3. */
   pods?: number;

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { select, sum } from '../support/metrics-text.ts';
-import { pollUntil, startFleet, type Fleet } from './fleet.ts';
+import { debugConnections, pollUntil, startFleet, type Fleet } from './fleet.ts';
 import { OrderClient, sendLoad } from './order-client.ts';
 
 const PODS = 3;
@@ -50,9 +50,23 @@ test('one HTTP/2 client through a connection balancer lands on one pod, and ever
     Object.fromEntries(fleet.pods.map((p) => [p.name, p.name === busy ? CALLS + 1 : 1])),
   );
 
-  // The busy pod's one open downstream connection carries it; closing it
-  // lands its call count in the closed-connection histogram.
+  // The live view: the busy pod holds one open downstream connection that
+  // carried every call it saw since (share 1); the other pods hold none.
   const busyPod = fleet.pods.find((p) => p.name === busy)!;
+  for (const pod of fleet.pods) {
+    const { downstream } = await debugConnections(pod.adminUrl);
+    if (pod !== busyPod) {
+      assert.equal(downstream.connections, 0, `${pod.name} has no client connection open`);
+      continue;
+    }
+    assert.equal(downstream.connections, 1);
+    assert.deepEqual(
+      { http_version: downstream.list[0]?.http_version, calls: downstream.list[0]?.calls, calls_active: downstream.list[0]?.calls_active, share: downstream.list[0]?.share },
+      { http_version: '2', calls: CALLS, calls_active: 0, share: 1 },
+    );
+  }
+
+  // Closing it lands its call count in the closed-connection histogram.
   client.close();
   await pollUntil(
     () => fleet.scrape(busyPod),
