@@ -111,7 +111,12 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
       upstreams.stop();
       h2.close();
       h1.close();
-      await new Promise<void>((resolve) => admin.close(() => resolve()));
+      const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
+      // A scraper's keep-alive connection (Prometheus comes back every interval) never
+      // idles long enough for close() alone to finish, which would hold the exit past
+      // --drain-timeout; the drain is over, so end it.
+      admin.closeAllConnections();
+      await adminClosed;
       await observation.shutdown();
       return { unfinished };
     },

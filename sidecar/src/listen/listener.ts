@@ -29,6 +29,13 @@ export class ProxyListener {
   private readonly h1: http.Server;
   private readonly h2: http2.Http2Server;
   private readonly sessions = new Set<http2.ServerHttp2Session>();
+  /**
+   * HTTP/1.1 connections. `h1` never listens (sockets reach it by emit('connection')),
+   * and Node sets up the tracking behind closeIdleConnections()/closeAllConnections()
+   * only on 'listening': those calls would close nothing and leave keep-alive clients
+   * holding the drain open until keepAliveTimeout.
+   */
+  private readonly h1Sockets = new Set<net.Socket>();
   private draining = false;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
@@ -99,6 +106,8 @@ export class ProxyListener {
     if (h2) {
       this.h2.emit('connection', socket);
     } else {
+      this.h1Sockets.add(socket);
+      socket.once('close', () => this.h1Sockets.delete(socket));
       this.h1.emit('connection', socket);
       socket.resume();
     }
@@ -143,14 +152,15 @@ export class ProxyListener {
     this.draining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) this.goaway(session);
-    this.h1.closeIdleConnections();
+    // Idle keep-alive connections go now; busy ones are asked to close with their response.
+    for (const socket of this.h1Sockets) if (this.connectionOf(socket).active === 0) socket.destroy();
     return closed;
   }
 
   /** End whatever is still open (after the drain timeout). */
   destroy(): void {
     for (const session of this.sessions) session.destroy();
-    this.h1.closeAllConnections();
+    for (const socket of this.h1Sockets) socket.destroy();
     this.server.close();
   }
 }
