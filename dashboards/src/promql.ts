@@ -67,9 +67,14 @@ export function ratio(
   return `(\n  ${sumRate(labels, numerator.metric, numerator.matchers, at)}\n    or\n  ${den} * 0\n)\n  /\n${den}`;
 }
 
-/** Inbound calls per second per pod: the quantity the load balance is judged by. */
+/**
+ * Inbound calls per second per pod: the quantity the load balance is judged by.
+ * Every sidecar exports target_info, so a pod that has not served a call yet
+ * (the others, when one client sticks to one pod) is there at 0, not missing.
+ */
 export function podCallRate(scope: Matchers, at: At = NOW): string {
-  return sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope], at);
+  const calls = sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope], at);
+  return `(\n  ${calls}\n    or\n  0 * group by (namespace, service, pod) (${selector('target_info', scope, at)})\n)`;
 }
 
 /**
