@@ -2,19 +2,26 @@ import type { Endpoint } from './endpoint.ts';
 import { twoChoices, type Picker } from './picker.ts';
 
 /**
+ * Costs within this fraction of each other are noise, not a difference: between
+ * equally fast endpoints, latency jitter alone would otherwise steer calls.
+ */
+const EQUAL_COST = 0.25;
+
+/**
  * Peak-EWMA (Linkerd's balancer): of two endpoints at random, the one whose
  * latency estimate times its load (calls in flight + 1) is lower. An endpoint not
- * yet measured costs 0 and is tried first.
+ * yet measured costs 0 and is tried first. Near-equal costs fall back to fewer
+ * calls in flight, then fewer calls.
  */
 export class EwmaPicker implements Picker {
   constructor(private readonly random: () => number = Math.random) {}
 
   pick(usable: readonly Endpoint[]): Endpoint {
     const [a, b] = twoChoices(usable, this.random);
-    const cost = (e: Endpoint): number => e.ewmaMs * (e.active + 1);
-    const ca = cost(a);
-    const cb = cost(b);
-    if (ca !== cb) return ca < cb ? a : b;
-    return a.active <= b.active ? a : b;
+    const ca = a.ewmaMs * (a.active + 1);
+    const cb = b.ewmaMs * (b.active + 1);
+    if (Math.abs(ca - cb) > EQUAL_COST * Math.max(ca, cb)) return ca < cb ? a : b;
+    if (a.active !== b.active) return a.active < b.active ? a : b;
+    return a.calls <= b.calls ? a : b;
   }
 }
