@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { OrderService } from './gen/order/v1/order_pb.ts';
@@ -26,6 +27,8 @@ export type OrderServiceOptions = ListenOptions & {
 export async function startOrderService(opts: OrderServiceOptions = {}): Promise<Upstream> {
   const host = opts.host ?? DEFAULT_HOST;
   const shutdown = new AbortController();
+  // connect-node adds a listener to this signal per call in flight: many calls at once are normal here.
+  setMaxListeners(0, shutdown.signal);
   const store = new OrderStore(opts.seedOrders ?? 24);
   const ops = new OrderOperations(store, opts.latencyScale ?? 1);
   const rpc = connectNodeAdapter({

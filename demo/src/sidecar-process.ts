@@ -22,6 +22,10 @@ export interface SidecarProcess {
 
 /** Starts rpcscope with `args`; --listen and --admin default to free loopback ports. */
 export async function startSidecarProcess(args: string[], env: Record<string, string> = {}): Promise<SidecarProcess> {
+  const level = args[args.indexOf('--log-level') + 1];
+  if (args.includes('--log-level') && level !== 'info' && level !== 'debug') {
+    throw new Error(`startSidecarProcess reads the addresses from rpcscope's "rpcscope started" info line: --log-level ${level} would hide it (use info or debug)`);
+  }
   const defaults = [...(args.includes('--listen') ? [] : ['--listen', '127.0.0.1:0']), ...(args.includes('--admin') ? [] : ['--admin', '127.0.0.1:0'])];
   const proc = spawn(RPCSCOPE_BIN, [...defaults, ...args], {
     env: { ...process.env, ...env },
@@ -31,7 +35,7 @@ export async function startSidecarProcess(args: string[], env: Record<string, st
   proc.stderr!.on('data', (d) => (stderr += d));
   proc.stdout!.resume();
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const started = await new Promise<{ listen: string; admin: string }>((resolve, reject) => {
+  const starting = new Promise<{ listen: string; admin: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`rpcscope did not start within 20 s:\n${stderr}`)), 20_000);
     const onData = (): void => {
       for (const line of stderr.split('\n')) {
@@ -45,6 +49,14 @@ export async function startSidecarProcess(args: string[], env: Record<string, st
     proc.stderr!.on('data', onData);
     void exited.then((code) => reject(new Error(`rpcscope exited with ${code} before starting:\n${stderr}`)));
   });
+  let started: { listen: string; admin: string };
+  try {
+    started = await starting;
+  } catch (err) {
+    // A start that failed or hung must not leave the process behind.
+    if (proc.exitCode === null) proc.kill('SIGKILL');
+    throw err;
+  }
   const port = Number(started.listen.split(':').at(-1));
   return {
     proc,
