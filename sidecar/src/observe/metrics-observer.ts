@@ -38,6 +38,7 @@ import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import { Router } from '../route/router.ts';
+import { installCachedLabelSerializer } from './cached-label-serializer.ts';
 import { LoadSkew } from './load-skew.ts';
 import type { Route } from '../route/router.ts';
 
@@ -192,6 +193,7 @@ class MetricsObserverImpl implements MetricsObserver {
     const producer: MetricProducer = { collect: async () => this.collect(resource) };
     // Scope labels would put the same otel_scope_name on every series of the contract.
     this.exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true, metricProducers: [producer] });
+    installCachedLabelSerializer(this.exporter);
     // The provider is only what binds the reader (and carries the resource into
     // target_info): no OpenTelemetry instrument is recorded on the hot path.
     this.provider = new MeterProvider({ resource, readers: [this.exporter] });
