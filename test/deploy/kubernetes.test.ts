@@ -264,7 +264,6 @@ describe('annotation-based scraping without the Prometheus Operator', () => {
           __meta_kubernetes_namespace: 'shop',
           __meta_kubernetes_pod_name: 'orders-7c9d-x2x',
           __meta_kubernetes_pod_label_app_kubernetes_io_name: 'orders',
-          __meta_kubernetes_pod_label_rpcscope_dev_sidecar: 'inbound',
           __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
           __meta_kubernetes_pod_annotation_prometheus_io_path: '/metrics',
           __meta_kubernetes_pod_container_name: container,
