@@ -1,5 +1,6 @@
 // One upstream endpoint (`ip:port`) as the balancer sees it: calls in flight,
 // a latency estimate, and whether it may be picked now.
+import { performance } from 'node:perf_hooks';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 
 /** A failed endpoint sits out for 1 s, doubling per failure in a row, at most 30 s. */
@@ -7,15 +8,21 @@ const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 30_000;
 /** Peak-EWMA decay (Linkerd's default): older latencies fade over ~10 s. */
 const EWMA_DECAY_MS = 10_000;
+/**
+ * Where every estimate starts (Linkerd's default RTT): early fast calls then move
+ * it only slowly, so a cold first call (JIT, a new connection) does not rank an
+ * endpoint; only a call slower than this counts as a peak from the start.
+ */
+const DEFAULT_RTT_MS = 30;
 
 export class Endpoint {
   /** Calls in flight. */
   active = 0;
   /** Calls picked onto it so far. */
   calls = 0;
-  /** Peak-EWMA of upstream latency in ms; 0 until the first call ends, so a new endpoint is tried. */
-  ewmaMs = 0;
-  private ewmaAt = 0;
+  /** Peak-EWMA of upstream latency in ms. */
+  ewmaMs = DEFAULT_RTT_MS;
+  private ewmaAt: number;
   private failures = 0;
   /** Not before this time (ms, performance.now()) after a failure. */
   retryAt = 0;
@@ -26,7 +33,20 @@ export class Endpoint {
     /** `host:port`, the `upstream` label. */
     readonly address: string,
     readonly target: UpstreamUrl,
-  ) {}
+    /** When it was discovered (performance.now()); the default estimate dates from then. */
+    createdAt: number = performance.now(),
+  ) {
+    this.ewmaAt = createdAt;
+  }
+
+  /**
+   * Peak-EWMA cost: the latency estimate decayed to `now`, times the load (calls in
+   * flight + 1). Decaying on read, as Finagle's PeakEwma does, lets an endpoint
+   * that one slow call put out of favour be tried again once it has sat idle.
+   */
+  cost(now: number): number {
+    return this.ewmaMs * Math.exp(-Math.max(0, now - this.ewmaAt) / EWMA_DECAY_MS) * (this.active + 1);
+  }
 
   usable(now: number): boolean {
     return !this.draining && now >= this.retryAt;
@@ -43,7 +63,7 @@ export class Endpoint {
     this.failures = 0;
     this.retryAt = 0;
     // Peak EWMA: a slower call raises the estimate at once, faster ones lower it gradually.
-    if (this.ewmaMs === 0 || latencyMs > this.ewmaMs) {
+    if (latencyMs > this.ewmaMs) {
       this.ewmaMs = latencyMs;
     } else {
       const w = Math.exp(-(now - this.ewmaAt) / EWMA_DECAY_MS);

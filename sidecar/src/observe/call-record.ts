@@ -46,7 +46,11 @@ export interface CallRecord {
   // Times are performance.now() milliseconds (monotonic).
   /** Request headers received from the caller. */
   startTime: number;
-  /** The request was sent on toward the upstream (undefined if it never was). */
+  /**
+   * The request went on toward the upstream over a connection that was up
+   * (undefined if it never was): setting up a connection is the sidecar's part
+   * of a call, not the upstream's.
+   */
   upstreamStartTime: number | undefined;
   /** Response headers received from the upstream (undefined if none came). */
   upstreamHeadersTime: number | undefined;

@@ -83,9 +83,14 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
       upConn.active++;
       upReq.once('close', () => upConn.active--);
     };
-    // A reused keep-alive socket is already connected; a new one is not yet.
+    // A reused keep-alive socket is already connected; a new one is not yet, and
+    // the request reaches the upstream only once it is.
     if (socket.readyState === 'open' && !socket.connecting) counted();
-    else socket.once(target.tls ? 'secureConnect' : 'connect', counted);
+    else
+      socket.once(target.tls ? 'secureConnect' : 'connect', () => {
+        record.upstreamStartTime = now();
+        counted();
+      });
   });
 
   req.on('data', (chunk: Buffer) => tap.requestData(chunk));

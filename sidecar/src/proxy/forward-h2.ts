@@ -113,6 +113,8 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   });
   upstream.on('response', (h, flags) => {
     record.upstreamHeadersTime = now();
+    // A call that waited for its session to connect reached the upstream only then.
+    if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
     const status = Number(h[':status']);
     tap.responseHeaders(status, h);
     if (stream.destroyed) return;

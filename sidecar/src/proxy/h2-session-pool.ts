@@ -20,6 +20,8 @@ export interface PooledSession {
   readonly target: string;
   /** The socket connected; a stream that fails before then found the upstream unreachable. */
   connected: boolean;
+  /** When it connected (performance.now()). */
+  connectedAt: number | undefined;
 }
 
 export class H2SessionPool {
@@ -49,7 +51,7 @@ export class H2SessionPool {
       ...(target.tls ? { ca: this.ca, ALPNProtocols: ['h2'], servername: target.host } : {}),
     });
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
-    const pooled: PooledSession = { session, conn, target: target.href, connected: false };
+    const pooled: PooledSession = { session, conn, target: target.href, connected: false, connectedAt: undefined };
     this.live.set(target.href, pooled);
     this.all.add(pooled);
     const retire = () => {
@@ -61,6 +63,7 @@ export class H2SessionPool {
     session.once('connect', () => {
       clearTimeout(timer);
       pooled.connected = true;
+      pooled.connectedAt = now();
       session.setLocalWindowSize(SESSION_WINDOW);
       this.observer.connectionOpened(conn);
     });

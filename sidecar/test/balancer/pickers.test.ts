@@ -8,7 +8,7 @@ import { StickyPicker } from '../../src/balancer/picker-sticky.ts';
 import { twoChoices } from '../../src/balancer/picker.ts';
 
 function endpoints(n: number): Endpoint[] {
-  return Array.from({ length: n }, (_, i) => new Endpoint(`10.0.0.${i + 1}:80`, { tls: false, host: `10.0.0.${i + 1}`, port: 80, authority: `10.0.0.${i + 1}:80`, href: `http://10.0.0.${i + 1}:80` }));
+  return Array.from({ length: n }, (_, i) => new Endpoint(`10.0.0.${i + 1}:80`, { tls: false, host: `10.0.0.${i + 1}`, port: 80, authority: `10.0.0.${i + 1}:80`, href: `http://10.0.0.${i + 1}:80` }, 0));
 }
 
 function tally(picks: Endpoint[]): number[] {
@@ -47,16 +47,34 @@ describe('pickers', () => {
     assert.equal(picks.filter((e) => e === eps[0]).length, 0);
   });
 
-  it('ewma prefers the faster endpoint, and tries an unmeasured one first', () => {
+  it('ewma prefers the faster endpoint', () => {
     const eps = endpoints(2);
-    const p = new EwmaPicker(seeded(3));
-    assert.equal(p.pick([eps[0]!, eps[1]!]).ewmaMs, 0);
+    const p = new EwmaPicker(seeded(3), () => 1000);
     eps[0]!.active = 1;
     eps[0]!.finished(1000, 200);
     eps[1]!.active = 1;
     eps[1]!.finished(1000, 5);
     const picks = Array.from({ length: 100 }, () => p.pick(eps));
     assert.equal(picks.filter((e) => e === eps[1]).length, 100);
+  });
+
+  it('ewma tries again an endpoint that one slow call put out of favour, once it has sat idle', () => {
+    const eps = endpoints(2);
+    let now = 0;
+    const p = new EwmaPicker(seeded(5), () => now);
+    eps[0]!.active = 1;
+    eps[0]!.finished(0, 200);
+    // The other endpoint keeps answering in 5 ms and keeps its estimate fresh.
+    const busy = (t: number): void => {
+      eps[1]!.active = 1;
+      eps[1]!.finished(t, 5);
+    };
+    busy(1000);
+    now = 1000;
+    assert.equal(p.pick(eps), eps[1]);
+    busy(40_000);
+    now = 40_000;
+    assert.equal(p.pick(eps), eps[0], 'the idle endpoint\'s 200 ms has decayed below the busy one\'s 5 ms');
   });
 
   it('sticky pins each client connection to one endpoint until it closes', () => {
