@@ -1,5 +1,5 @@
 // PromQL builders for the dashboards. Every metric name is from
-// ../shared/METRICS.md; test/deploy checks each expression parses, names only
+// docs/metrics.md; test/deploy checks each expression parses, names only
 // contract metrics, and returns data from a real Prometheus.
 
 /** Matchers ANDed inside one selector; empty entries are dropped. */

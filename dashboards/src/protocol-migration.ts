@@ -30,7 +30,7 @@ function compareQueries(at: At, suffix: string): (QuerySpec & { refId: string })
     q('rate', sumRate(OP, 'rpcscope_calls_total', CALLS, at)),
     q('errors', ratio(OP, { metric: 'rpcscope_calls_total', matchers: [...CALLS, 'code!="OK"'] }, { metric: 'rpcscope_calls_total', matchers: CALLS }, at)),
     // A call that ends after its deadline is DEADLINE_EXCEEDED whatever else
-    // happened (METRICS.md), so the code carries the miss with its operation.
+    // happened (docs/metrics.md), so the code carries the miss with its operation.
     q(
       'deadline_miss',
       ratio(OP, { metric: 'rpcscope_calls_total', matchers: [...CALLS, 'code="DEADLINE_EXCEEDED"'] }, { metric: 'rpcscope_calls_total', matchers: CALLS }, at),

@@ -31,7 +31,7 @@ export function httpStatusFromCode(code: number): number {
 
 /**
  * The code a REST caller's outcome counts as, by the google.rpc.Code table the
- * sidecar uses (METRICS.md, `code` label), so the traffic generator's counts
+ * sidecar uses (docs/metrics.md, `code` label), so the traffic generator's counts
  * can be compared with the sidecar's series.
  */
 export function codeFromHttpStatus(status: number): GrpcCodeName {

@@ -1,6 +1,6 @@
 export type Mode = 'protocols' | 'beforeAfter' | 'pods';
 
-/** The `protocol` label values of METRICS.md, in the order columns are shown. */
+/** The `protocol` label values of docs/metrics.md, in the order columns are shown. */
 export const PROTOCOLS = ['grpc', 'grpc_web', 'connect', 'rest'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 

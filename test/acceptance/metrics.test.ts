@@ -1,4 +1,4 @@
-// Acceptance: the metric contract of METRICS.md as a user checks it. Real
+// Acceptance: the metric contract of docs/metrics.md as a user checks it. Real
 // upstreams, the real `sidecar/bin/rpcscope` (three of them), real clients in
 // every protocol, and a real Prometheus scraping the admin ports. Every call
 // the script makes is written down with the labels a user expects it to get;
@@ -431,7 +431,7 @@ describe('rpcscope binary: the metric contract under a scripted mix, read from /
       assert.equal(h2.status, 200);
       rawInputs.push('67890');
       rest('GET /v1/echo/{id}', 'OK', 200);
-      // The google.rpc.Code table of METRICS.md, one HTTP status each.
+      // The google.rpc.Code table of docs/metrics.md, one HTTP status each.
       const statuses: [number, CodeName][] = [[404, 'NOT_FOUND'], [503, 'UNAVAILABLE'], [429, 'RESOURCE_EXHAUSTED'], [418, 'FAILED_PRECONDITION'], [502, 'UNKNOWN'], [201, 'OK']];
       await Promise.all(statuses.map(async ([status, code]) => {
         assert.equal((await h1Call(`${url}/v1/status/${status}`)).status, status);

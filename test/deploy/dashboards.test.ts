@@ -150,7 +150,7 @@ describe('dashboards', () => {
     assert.deepEqual([...modes].sort(), ['beforeAfter', 'pods', 'protocols']);
   });
 
-  it('name only metrics defined in METRICS.md', () => {
+  it('name only metrics defined in docs/metrics.md', () => {
     const { seriesNames } = loadContract();
     const unknown: string[] = [];
     let seen = 0;

@@ -1,12 +1,11 @@
-// The metric contract, read from ../shared/METRICS.md (beside the repository
-// root, as CI lays it out): every series name and label the dashboards, rules
-// and tests may use.
+// The metric contract, read from the repo's docs/metrics.md: every series name
+// and label the dashboards, rules and tests may use.
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const METRICS_MD = process.env.RPCSCOPE_METRICS_MD ?? join(REPO_ROOT, '..', 'shared', 'METRICS.md');
+export const METRICS_MD = process.env.RPCSCOPE_METRICS_MD ?? join(REPO_ROOT, 'docs', 'metrics.md');
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 

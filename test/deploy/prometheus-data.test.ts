@@ -109,7 +109,7 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     assert.ok(Math.abs(sticky - 2 / 3) < 0.08, `share of ${stack.pods[0]}: ${sticky}`);
   });
 
-  it('the sidecar exports every series METRICS.md promises, with every label it lists', async () => {
+  it('the sidecar exports every series docs/metrics.md promises, with every label it lists', async () => {
     const target = stack.targets[0];
     assert.ok(target);
     // Straight from the admin port: Prometheus would drop the empty-valued labels this checks.

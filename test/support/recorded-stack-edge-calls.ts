@@ -6,7 +6,7 @@
 //
 // The generator's own deadline misses do not serve here: its clients give up
 // on their own clocks, which start before the sidecar's, so the sidecar sees
-// their reset just inside the deadline (METRICS.md then takes the reset's code).
+// their reset just inside the deadline (docs/metrics.md then takes the reset's code).
 import { connect, constants, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 
 const GET_ORDER = '/order.v1.OrderService/GetOrder';

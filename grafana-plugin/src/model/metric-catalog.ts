@@ -45,7 +45,7 @@ export const METRICS: readonly MetricDef[] = [
     label: 'deadline miss',
     kind: 'ratio',
     better: 'lower',
-    // Every call that ends after its deadline carries code DEADLINE_EXCEEDED (METRICS.md), and
+    // Every call that ends after its deadline carries code DEADLINE_EXCEEDED (docs/metrics.md), and
     // rpcscope_calls_total has the operation label that rpcscope_deadline_exceeded_total lacks.
     example: ratioOf('code="DEADLINE_EXCEEDED"'),
   },

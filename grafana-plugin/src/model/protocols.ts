@@ -26,7 +26,7 @@ export interface OperationBlock {
 }
 
 export interface ProtocolMatrix {
-  /** Column order: the baseline first, then METRICS.md's order, then any other value seen. */
+  /** Column order: the baseline first, then docs/metrics.md's order, then any other value seen. */
   protocols: string[];
   baseline: string;
   hasBaseline: boolean;

@@ -1,13 +1,13 @@
-// Histogram bucket boundaries: part of the metric contract (METRICS.md), since
+// Histogram bucket boundaries: part of the metric contract (docs/metrics.md), since
 // alert rules and dashboards query `le` values. Change them as you would a name.
 
-/** Call latency, METRICS.md "0.0005 … 30 s": fine below 10 ms, where sidecar overhead and fast RPCs live. */
+/** Call latency, docs/metrics.md "0.0005 … 30 s": fine below 10 ms, where sidecar overhead and fast RPCs live. */
 export const CALL_DURATION_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** Body sizes, METRICS.md "64 B … 64 MiB": powers of 4. */
+/** Body sizes, docs/metrics.md "64 B … 64 MiB": powers of 4. */
 export const PAYLOAD_BYTES = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 
-/** Stream lifetimes, METRICS.md "0.01 s … 3600 s": from a short server stream to an hour-long watch. */
+/** Stream lifetimes, docs/metrics.md "0.01 s … 3600 s": from a short server stream to an hour-long watch. */
 export const STREAM_DURATION_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600];
 
 /** What the sidecar adds to a call: tens of microseconds when healthy, milliseconds when it is the problem. */
@@ -16,7 +16,7 @@ export const PROXY_OVERHEAD_SECONDS = [0.00001, 0.000025, 0.00005, 0.0001, 0.000
 /** Deadlines callers ask for: from tight intra-cluster budgets to long batch calls. */
 export const DEADLINE_SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
-/** Elapsed / requested, METRICS.md "0.1 … 2": dense around 1, where a call goes from close call to miss. */
+/** Elapsed / requested, docs/metrics.md "0.1 … 2": dense around 1, where a call goes from close call to miss. */
 export const DEADLINE_USED_RATIO = [0.1, 0.25, 0.5, 0.75, 0.9, 1, 1.25, 1.5, 2];
 
 /** Connection lifetimes: a connection max-age is minutes; sticky HTTP/2 connections live for days. */

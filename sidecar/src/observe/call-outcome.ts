@@ -9,7 +9,7 @@ export type DeadlineDetection = 'status' | 'client_cancel' | 'late_response' | '
 /**
  * The reset that ended the call, if any. A NO_ERROR reset once the upstream's
  * response is complete is normal early closure (a server that has answered
- * stops reading the request), not a failure: METRICS.md neither counts it nor
+ * stops reading the request), not a failure: docs/metrics.md neither counts it nor
  * lets it decide the code.
  */
 export function endingReset(call: CallRecord): CallReset | undefined {
@@ -59,7 +59,7 @@ function protocolCode(call: CallRecord): number {
 }
 
 /**
- * The gRPC code of a finished call, by METRICS.md's precedence: a passed
+ * The gRPC code of a finished call, by docs/metrics.md's precedence: a passed
  * deadline (or the proxy enforcing it) wins over everything, since the caller
  * has given up by then; then the reset that ended the call; then an unreachable
  * upstream; then what the protocol reported.

@@ -1,5 +1,5 @@
 // Unary or streaming: which of `rpcscope_call_duration_seconds` and
-// `rpcscope_stream_duration_seconds` a call belongs to (METRICS.md).
+// `rpcscope_stream_duration_seconds` a call belongs to (docs/metrics.md).
 import type { CallRecord } from './call-record.ts';
 import type { MethodShape } from '../route/proto-catalog.ts';
 

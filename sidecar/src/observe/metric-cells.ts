@@ -55,7 +55,7 @@ export class ValueFamily extends Family<ValueCell> {
   }
 
   toMetricData(startTime: HrTime, endTime: HrTime): MetricData {
-    // The name carries the unit (METRICS.md): a descriptor unit would only add an OpenMetrics `# UNIT` line.
+    // The name carries the unit (docs/metrics.md): a descriptor unit would only add an OpenMetrics `# UNIT` line.
     const descriptor = { name: this.name, description: this.description, unit: '', valueType: ValueType.DOUBLE };
     const dataPoints = this.cells.map((c) => ({ startTime, endTime, attributes: c.attributes, value: c.value }));
     if (this.kind === 'gauge') {

@@ -1,11 +1,11 @@
 // The metrics observer: every call, stream, reset, GOAWAY, deadline and
-// connection fact of METRICS.md, served on /metrics by OpenTelemetry's
+// connection fact of docs/metrics.md, served on /metrics by OpenTelemetry's
 // Prometheus exporter.
 //
 // The hot path only increments cells bound when a route (or connection kind,
 // or endpoint) is first seen; a MetricProducer hands the cells to the exporter
 // as data points when Prometheus scrapes. The names and labels below are the
-// public contract of METRICS.md: the golden tests pin them.
+// public contract of docs/metrics.md: the golden tests pin them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -128,7 +128,7 @@ interface UpstreamCells {
 }
 
 class MetricsObserverImpl implements MetricsObserver {
-  // Families in METRICS.md order, which is the exposition's order.
+  // Families in docs/metrics.md order, which is the exposition's order.
   private readonly callsTotal = new ValueFamily('rpcscope_calls_total', 'Finished calls, unary or streaming.', 'counter');
   private readonly callsActive = new ValueFamily('rpcscope_calls_active', 'Calls and streams in flight.', 'gauge');
   private readonly callDuration = new HistogramFamily('rpcscope_call_duration_seconds', 'Duration of unary-shaped calls, from request headers received to response end sent.', CALL_DURATION_SECONDS);

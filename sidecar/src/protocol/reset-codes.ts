@@ -27,7 +27,7 @@ const HTTP2_ERROR_NAMES: readonly string[] = Object.keys(Http2Error);
 /**
  * The label for a reset's code. RFC 9113 §7 lets an endpoint treat a code it
  * does not know as INTERNAL_ERROR; doing so here also keeps the label bounded.
- * An HTTP/1.1 connection closed mid-call has no code of its own: METRICS.md
+ * An HTTP/1.1 connection closed mid-call has no code of its own: docs/metrics.md
  * names it CONNECTION_CLOSED.
  */
 export function http2ErrorName(code: number): string {

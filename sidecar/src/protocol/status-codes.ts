@@ -1,5 +1,5 @@
 // Status code tables. Every protocol's outcome is reported as a gRPC status
-// code (METRICS.md, `code` label) so that one operation can be compared across
+// code (docs/metrics.md, `code` label) so that one operation can be compared across
 // protocols; these tables are the translations, each from the spec that defines it.
 
 /**
@@ -39,7 +39,7 @@ export function grpcCodeName(code: number): string {
 
 /**
  * REST: HTTP status to the code google.rpc.Code documents for it (googleapis
- * google/rpc/code.proto, each code's "HTTP Mapping"), as METRICS.md fixes it;
+ * google/rpc/code.proto, each code's "HTTP Mapping"), as docs/metrics.md fixes it;
  * 2xx and 3xx are successes to a REST caller.
  */
 export function restStatusToGrpcCode(status: number): number {

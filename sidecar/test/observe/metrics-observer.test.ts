@@ -1,5 +1,5 @@
 // Golden tests of the exposition: hand-built call records in, the exact text of
-// /metrics out, scraped over HTTP. METRICS.md is the contract these pin.
+// /metrics out, scraped over HTTP. docs/metrics.md is the contract these pin.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -70,7 +70,7 @@ describe('golden exposition', () => {
   });
 });
 
-/** METRICS.md, as data: each metric's type and exact label names. */
+/** docs/metrics.md, as data: each metric's type and exact label names. */
 const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_calls_total: ['counter', ['direction', 'protocol', 'encoding', 'method', 'operation', 'code', 'http_status']],
   rpcscope_calls_active: ['gauge', ['direction', 'protocol', 'method']],
@@ -98,7 +98,7 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_load_skew_ratio: ['gauge', []],
 };
 
-/** The le values METRICS.md gives a range for: first and last finite bucket. */
+/** The le values docs/metrics.md gives a range for: first and last finite bucket. */
 const BUCKET_RANGES: Record<string, [string, string]> = {
   rpcscope_call_duration_seconds: ['0.0005', '30'],
   rpcscope_payload_bytes: ['64', '67108864'],
@@ -111,7 +111,7 @@ function labelNames(sample: string): string[] {
   return [...body.matchAll(/([a-z_]+)="(?:[^"\\]|\\.)*"/g)].map((m) => m[1]!);
 }
 
-describe('the METRICS.md contract', () => {
+describe('the docs/metrics.md contract', () => {
   test('every metric, with its exact name, type, labels and bucket range', async () => {
     const o = observer({ protos: loadProtoDir(join(fixtures, 'protos')) });
     o.connectionOpened(connection());

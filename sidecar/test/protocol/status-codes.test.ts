@@ -7,7 +7,7 @@ const NAMES = [
   'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED',
 ];
 
-test('gRPC code names by wire number, as METRICS.md lists them', () => {
+test('gRPC code names by wire number, as docs/metrics.md lists them', () => {
   NAMES.forEach((name, code) => assert.equal(grpcCodeName(code), name));
   assert.equal(GrpcCode.UNAUTHENTICATED, 16);
 });
@@ -16,7 +16,7 @@ test('a code outside the table is UNKNOWN', () => {
   for (const n of [17, 99, -1, 1.5, Number.NaN]) assert.equal(grpcCodeName(n), 'UNKNOWN');
 });
 
-test('REST: HTTP status to code by the METRICS.md (google.rpc.Code) table', () => {
+test('REST: HTTP status to code by the docs/metrics.md (google.rpc.Code) table', () => {
   const table: [number, string][] = [
     [200, 'OK'], [201, 'OK'], [204, 'OK'], [301, 'OK'], [304, 'OK'],
     [400, 'INVALID_ARGUMENT'], [401, 'UNAUTHENTICATED'], [403, 'PERMISSION_DENIED'], [404, 'NOT_FOUND'],
