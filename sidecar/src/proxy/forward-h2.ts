@@ -36,6 +36,10 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   const contentType = headers['content-type'];
   const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
   const call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
+  // Reset by its client (or cut with its connection) before the proxy could read it:
+  // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
+  // must not be passed on to the app.
+  if (stream.destroyed) return call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
   const { record, tap, target } = call;
 
   let pooled: PooledSession;
