@@ -21,6 +21,7 @@ const SESSION = Symbol('rpcscope.session');
 const AGED = Symbol('rpcscope.aged');
 type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean };
 
+const ignore = (): void => {};
 const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
 const SESSION_WINDOW = 16 * 1024 * 1024;
 
@@ -105,15 +106,21 @@ export class ProxyListener {
   }
 
   private onStream(conn: ConnectionRecord, session: http2.ServerHttp2Session, budget: ResetBudget, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
-    // Reset by the client before it could be read (its session may be gone too): the
-    // forwarder counts it as a call reset by its client and sends nothing upstream;
-    // too many of those and the connection is a rapid-reset flood.
-    if (stream.destroyed && !session.destroyed && !budget.spend()) this.cutFlood(session);
+    // Streams the client resets before their answer, faster than the budget allows:
+    // a rapid-reset flood, whose connection is cut. Such a stream may arrive after its
+    // session is gone; the forwarder then counts it as the client's reset and sends
+    // nothing upstream.
+    const onClientReset = (): void => {
+      if (!budget.spend() && !session.destroyed) this.cutFlood(session);
+    };
     try {
-      this.forward.h2(this.ctx, conn, stream, headers);
+      this.forward.h2(this.ctx, conn, stream, headers, onClientReset);
     } catch (err) {
       this.ctx.faults.internalError('forward_h2', err);
-      // A gRPC caller reads RST_STREAM INTERNAL_ERROR as status INTERNAL.
+      // A gRPC caller reads RST_STREAM INTERNAL_ERROR as status INTERNAL. The reset
+      // also surfaces as the stream's 'error', which must have a listener: an unheard
+      // one would end the process after all.
+      stream.on('error', ignore);
       if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     }
   }
@@ -122,8 +129,10 @@ export class ProxyListener {
     this.ctx.faults.connectionTerminated('reset_flood');
     this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
     this.ctx.log.warn('client connection cut: streams reset faster than the budget (rapid reset)', { peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` });
-    // destroy() with a code sends GOAWAY with it and ends the streams in flight.
-    session.destroy(undefined, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    // GOAWAY first: destroy(err, code) alone goes out as NO_ERROR, and the client must
+    // read that it was told to calm down. Then the streams in flight end with the connection.
+    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.destroy();
   }
 
   listen(at: HostPort): Promise<AddressInfo> {
