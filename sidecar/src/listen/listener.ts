@@ -105,14 +105,7 @@ export class ProxyListener {
     }
   }
 
-  private onStream(conn: ConnectionRecord, session: http2.ServerHttp2Session, budget: ResetBudget, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
-    // Streams the client resets before their answer, faster than the budget allows:
-    // a rapid-reset flood, whose connection is cut. Such a stream may arrive after its
-    // session is gone; the forwarder then counts it as the client's reset and sends
-    // nothing upstream.
-    const onClientReset = (): void => {
-      if (!budget.spend() && !session.destroyed) this.cutFlood(session);
-    };
+  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
     try {
       this.forward.h2(this.ctx, conn, stream, headers, onClientReset);
     } catch (err) {
@@ -207,8 +200,15 @@ export class ProxyListener {
     if (!socket || !conn) throw new Error('HTTP/2 session on an untracked connection');
     this.sessions.add(session);
     socket[SESSION] = session;
+    // Streams the client resets before their answer, faster than the budget allows:
+    // a rapid-reset flood, whose connection is cut. Such a stream may arrive after its
+    // session is gone; the forwarder then counts it as the client's reset and sends
+    // nothing upstream.
     const budget = new ResetBudget(Date.now);
-    session.on('stream', (stream, headers) => this.onStream(conn, session, budget, stream, headers));
+    const onClientReset = (): void => {
+      if (!budget.spend() && !session.destroyed) this.cutFlood(session);
+    };
+    session.on('stream', (stream, headers) => this.onStream(conn, onClientReset, stream, headers));
     session.on('error', (err: Error & { code?: string }) => {
       // Node's HTTP/2 layer gave up on the session (nghttp2's reset limit, bad frames);
       // a socket error is only the client going away.
