@@ -27,7 +27,7 @@ async function main(): Promise<number> {
   const log = createLogger(config.logLevel);
   let sidecar: Sidecar;
   try {
-    sidecar = await startSidecar(config, log, (known) => createObservation(config, process.env, known));
+    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, process.env, known, faults));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

@@ -16,8 +16,10 @@ import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
 import type { CallTracing } from './observe/call-tracing.ts';
+import { Faults } from './observe/faults.ts';
 import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
+import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 
@@ -36,7 +38,12 @@ export interface Observation {
   shutdown(): Promise<void>;
 }
 
-export type ObservationFactory = (knownEndpoints: () => readonly string[]) => Observation;
+export type ObservationFactory = (knownEndpoints: () => readonly string[], faults: Faults) => Observation;
+
+/** Parts a test may replace, e.g. to inject a fault; the real ones by default. */
+export interface SidecarParts {
+  forwarders?: Forwarders;
+}
 
 const PICKERS: Record<Config['balance'], () => Picker> = {
   round_robin: () => new RoundRobinPicker(),
@@ -59,7 +66,7 @@ function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams[
   });
 }
 
-export async function startSidecar(config: Config, log: Logger, observe: ObservationFactory): Promise<Sidecar> {
+export async function startSidecar(config: Config, log: Logger, observe: ObservationFactory, parts: SidecarParts = {}): Promise<Sidecar> {
   let callIds = 0;
   let connIds = 0;
   const nextConnId = (): number => ++connIds;
@@ -69,9 +76,10 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h1.closeTarget(target);
   };
   const upstreams = createUpstreams(config, log, retire);
-  const observation = observe(() => upstreams.known());
+  const faults = new Faults(log);
+  const observation = observe(() => upstreams.known(), faults);
   const connections = createConnectionsView();
-  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer]);
+  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer], (err) => faults.internalError('observer', err));
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId);
   const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId);
 
@@ -80,6 +88,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     observer,
     tracing: observation.tracing,
     log,
+    faults,
     h2,
     h1,
     upstreams,
@@ -88,11 +97,11 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   };
 
   await upstreams.start();
-  const listener = new ProxyListener(ctx, nextConnId);
+  const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
   const adminHandlers = new Map([...observation.adminHandlers, ['/debug/connections', connections.handler]]);
-  const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers });
+  const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);
   listening = true;

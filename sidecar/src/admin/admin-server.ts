@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 import type { HostPort } from '../config/parse-value.ts';
 
 export interface AdminRoutes {
+  /** Called with an error a handler threw; the request gets a 500 and the port keeps serving. */
+  onFault?(err: unknown): void;
   /** Serving traffic and not draining. */
   ready(): boolean;
   /** Extra handlers by path (e.g. /metrics, /debug/connections). */
@@ -14,6 +16,11 @@ export interface AdminRoutes {
 
 export function createAdminServer(routes: AdminRoutes): http.Server {
   return http.createServer((req, res) => {
+    const fail = (err: unknown): void => {
+      routes.onFault?.(err);
+      if (res.headersSent) res.destroy();
+      else res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error\n');
+    };
     const path = (req.url ?? '/').split('?')[0]!;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('method not allowed\n');
@@ -29,7 +36,16 @@ export function createAdminServer(routes: AdminRoutes): http.Server {
       return;
     }
     const handler = routes.handlers.get(path);
-    if (handler) return handler(req, res);
+    if (handler) {
+      try {
+        // A handler that returns a promise (the exporter's) fails there, not by throwing.
+        const pending = handler(req, res) as unknown;
+        if (pending instanceof Promise) pending.catch((err: unknown) => fail(err));
+      } catch (err) {
+        fail(err);
+      }
+      return;
+    }
     res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found; try ${['/healthz', '/readyz', ...routes.handlers.keys()].join(', ')}\n`);
   });
 }

@@ -7,13 +7,13 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { HostPort } from '../config/parse-value.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
-import { forwardH1 } from '../proxy/forward-h1.ts';
-import { forwardH2 } from '../proxy/forward-h2.ts';
-import { forwardUpgrade } from '../proxy/forward-upgrade.ts';
+import type { Forwarders } from '../proxy/forwarders.ts';
+import { ResetBudget } from './reset-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
 
 const CONN = Symbol('rpcscope.downstreamConnection');
@@ -21,6 +21,7 @@ const SESSION = Symbol('rpcscope.session');
 const AGED = Symbol('rpcscope.aged');
 type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean };
 
+const ignore = (): void => {};
 const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
 const SESSION_WINDOW = 16 * 1024 * 1024;
 
@@ -38,12 +39,11 @@ export class ProxyListener {
   private readonly h1Sockets = new Set<net.Socket>();
   private draining = false;
 
-  constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
+  constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number, private readonly forward: Forwarders) {
     // Streams and long polls may last hours: no request timeout of our own.
     this.h1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 });
-    // A response asks its client to close the connection while draining, or once the connection is past its age.
-    this.h1.on('request', (req, res) => forwardH1(ctx, this.connectionOf(req.socket), req, res, () => this.draining || (req.socket as Tracked)[AGED] === true));
-    this.h1.on('upgrade', (req, socket, head) => forwardUpgrade(ctx, this.connectionOf(req.socket), req, socket, head));
+    this.h1.on('request', (req, res) => this.onRequest(req, res));
+    this.h1.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
     this.h1.on('clientError', (err: Error & { code?: string }, socket) => {
       ctx.log.debug('bad HTTP/1.1 request', { error: err.code ?? err.message });
       if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
@@ -51,17 +51,81 @@ export class ProxyListener {
     });
 
     this.h2 = http2.createServer({ settings: H2_SETTINGS });
-    this.h2.on('session', (session) => this.trackSession(session));
-    this.h2.on('stream', (stream, headers) => forwardH2(ctx, this.connectionOf(stream.session?.socket), stream, headers));
+    // Streams are taken from each session's own 'stream' event (trackSession), not
+    // the server's: a stream may be emitted after its session was destroyed, when
+    // only the session's closure still knows which connection it came on.
+    this.h2.on('session', (session) => this.contain(() => this.trackSession(session), () => session.destroy()));
 
     const { tlsCert, tlsKey } = ctx.config;
     if (tlsCert && tlsKey) {
       this.server = tls.createServer({ cert: readFileSync(tlsCert), key: readFileSync(tlsKey), ALPNProtocols: ['h2', 'http/1.1'] });
-      this.server.on('secureConnection', (socket: tls.TLSSocket) => this.hand(socket, socket.alpnProtocol === 'h2'));
+      this.server.on('secureConnection', (socket: tls.TLSSocket) => this.contain(() => this.hand(socket, socket.alpnProtocol === 'h2'), () => socket.destroy()));
       this.server.on('tlsClientError', (err) => ctx.log.debug('TLS handshake failed', { error: err.message }));
     } else {
-      this.server = net.createServer((socket) => sniffHttpVersion(socket, (h2) => this.hand(socket, h2)));
+      this.server = net.createServer((socket) => sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy())));
     }
+  }
+
+  /** Runs one connection's handling; a fault in it ends that connection (`abandon`), never the process. */
+  private contain(run: () => void, abandon: () => void): void {
+    try {
+      run();
+    } catch (err) {
+      this.ctx.faults.internalError('listener', err);
+      try {
+        abandon();
+      } catch {
+        // Already counted; whatever is left of the connection closes with its socket.
+      }
+    }
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const conn = this.connectionOf(req.socket);
+    try {
+      if (!conn) throw new Error('HTTP/1.1 request on an untracked connection');
+      // A response asks its client to close the connection while draining, or once the connection is past its age.
+      this.forward.h1(this.ctx, conn, req, res, () => this.draining || (req.socket as Tracked)[AGED] === true);
+    } catch (err) {
+      this.ctx.faults.internalError(conn ? 'forward_h1' : 'listener', err);
+      // The caller gets an answer it can read as the proxy's failure; with the response already under way, a cut.
+      if (res.headersSent) res.destroy();
+      else res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end('rpcscope: internal error\n');
+    }
+  }
+
+  private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const conn = this.connectionOf(req.socket);
+    try {
+      if (!conn) throw new Error('HTTP/1.1 upgrade on an untracked connection');
+      this.forward.upgrade(this.ctx, conn, req, socket, head);
+    } catch (err) {
+      this.ctx.faults.internalError(conn ? 'forward_upgrade' : 'listener', err);
+      socket.destroy();
+    }
+  }
+
+  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+    try {
+      this.forward.h2(this.ctx, conn, stream, headers, onClientReset);
+    } catch (err) {
+      this.ctx.faults.internalError('forward_h2', err);
+      // A gRPC caller reads RST_STREAM INTERNAL_ERROR as status INTERNAL. The reset
+      // also surfaces as the stream's 'error', which must have a listener: an unheard
+      // one would end the process after all.
+      stream.on('error', ignore);
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    }
+  }
+
+  private cutFlood(session: http2.ServerHttp2Session): void {
+    this.ctx.faults.connectionTerminated('reset_flood');
+    this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    this.ctx.log.warn('client connection cut: streams reset faster than the budget (rapid reset)', { peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` });
+    // GOAWAY first: destroy(err, code) alone goes out as NO_ERROR, and the client must
+    // read that it was told to calm down. Then the streams in flight end with the connection.
+    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.destroy();
   }
 
   listen(at: HostPort): Promise<AddressInfo> {
@@ -74,8 +138,8 @@ export class ProxyListener {
     });
   }
 
-  private connectionOf(socket: unknown): ConnectionRecord {
-    return (socket as Tracked)[CONN]!;
+  private connectionOf(socket: unknown): ConnectionRecord | undefined {
+    return socket ? (socket as Tracked)[CONN] : undefined;
   }
 
   private hand(socket: net.Socket, h2: boolean): void {
@@ -131,9 +195,25 @@ export class ProxyListener {
   }
 
   private trackSession(session: http2.ServerHttp2Session): void {
+    const socket = session.socket as (net.Socket & Tracked) | undefined;
+    const conn = this.connectionOf(socket);
+    if (!socket || !conn) throw new Error('HTTP/2 session on an untracked connection');
     this.sessions.add(session);
-    if (session.socket) (session.socket as Tracked)[SESSION] = session;
-    session.on('error', () => {});
+    socket[SESSION] = session;
+    // Streams the client resets before their answer, faster than the budget allows:
+    // a rapid-reset flood, whose connection is cut. Such a stream may arrive after its
+    // session is gone; the forwarder then counts it as the client's reset and sends
+    // nothing upstream.
+    const budget = new ResetBudget(Date.now);
+    const onClientReset = (): void => {
+      if (!budget.spend() && !session.destroyed) this.cutFlood(session);
+    };
+    session.on('stream', (stream, headers) => this.onStream(conn, onClientReset, stream, headers));
+    session.on('error', (err: Error & { code?: string }) => {
+      // Node's HTTP/2 layer gave up on the session (nghttp2's reset limit, bad frames);
+      // a socket error is only the client going away.
+      if (err.code?.startsWith('ERR_HTTP2_') && err.code !== 'ERR_HTTP2_SESSION_ERROR') this.ctx.faults.connectionTerminated('protocol_error');
+    });
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
     session.on('goaway', (code) => this.ctx.observer.goaway('client', code));
     session.once('close', () => this.sessions.delete(session));
@@ -153,7 +233,7 @@ export class ProxyListener {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) this.goaway(session);
     // Idle keep-alive connections go now; busy ones are asked to close with their response.
-    for (const socket of this.h1Sockets) if (this.connectionOf(socket).active === 0) socket.destroy();
+    for (const socket of this.h1Sockets) if (this.connectionOf(socket)?.active === 0) socket.destroy();
     return closed;
   }
 

@@ -14,6 +14,7 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { CollectionResult, MetricProducer } from '@opentelemetry/sdk-metrics';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { CallRecord, CallReset, Direction, Encoding, Protocol } from './call-record.ts';
+import { FAULT_SITES, TERMINATION_REASONS, type Faults } from './faults.ts';
 import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
 import {
   CALL_DURATION_SECONDS,
@@ -57,6 +58,8 @@ export interface MetricsObserverOptions {
   knownEndpoints?: () => readonly string[];
   /** Where POD_NAME and POD_NAMESPACE (the Downward API) are read; process.env by default. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** The sidecar's contained faults and cut connections, read at each scrape. */
+  faults?: Faults;
 }
 
 export interface MetricsObserver extends Observer {
@@ -153,6 +156,12 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly upstreamConnections = new ValueFamily('rpcscope_upstream_connections_active', 'Open connections per upstream endpoint.', 'gauge');
   private readonly upstreamEndpoints = new ValueFamily('rpcscope_upstream_endpoints', 'Endpoints currently known for the upstream.', 'gauge');
   private readonly loadSkewRatio = new ValueFamily('rpcscope_load_skew_ratio', 'Max / mean of the per-endpoint call rate over the last 30 s, idle endpoints counting as 0.', 'gauge');
+  private readonly internalErrors = new ValueFamily('rpcscope_internal_errors_total', 'Exceptions raised while handling one connection or call, contained there; the sidecar kept serving.', 'counter');
+  private readonly connectionsTerminated = new ValueFamily('rpcscope_connections_terminated_total', 'Client connections the sidecar ended itself, by reason.', 'counter');
+  /** Every known `where` and `reason` from the start, at 0: an alert on increase() needs the series before the first fault. */
+  private readonly internalErrorCells = new Map(FAULT_SITES.map((where) => [where, this.internalErrors.cell({ where })]));
+  private readonly terminatedCells = new Map(TERMINATION_REASONS.map((reason) => [reason, this.connectionsTerminated.cell({ reason })]));
+  private readonly faults: Faults | undefined;
   private readonly endpointsCell = this.upstreamEndpoints.cell({});
   private readonly skewCell = this.loadSkewRatio.cell({});
   private readonly skew = new LoadSkew();
@@ -164,6 +173,7 @@ class MetricsObserverImpl implements MetricsObserver {
     this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
     this.connectionsActive, this.connectionDuration, this.connectionCalls,
     this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
+    this.internalErrors, this.connectionsTerminated,
   ];
 
   private readonly router: Router;
@@ -183,6 +193,7 @@ class MetricsObserverImpl implements MetricsObserver {
   constructor(opts: MetricsObserverOptions) {
     this.router = new Router(opts);
     this.knownEndpoints = opts.knownEndpoints ?? (() => [...this.upstreamCells.keys()]);
+    this.faults = opts.faults;
     const env = opts.env ?? process.env;
     const resource = resourceFromAttributes({
       [ATTR_SERVICE_NAME]: opts.serviceName ?? 'rpcscope',
@@ -429,6 +440,10 @@ class MetricsObserverImpl implements MetricsObserver {
     const known = this.knownEndpoints();
     this.endpointsCell.value = known.length;
     this.skewCell.value = this.skew.ratio(known);
+    if (this.faults) {
+      for (const [where, site] of this.faults.internalErrors()) this.internalErrorCells.get(where)!.value = site.count;
+      for (const [reason, n] of this.faults.terminated()) this.terminatedCells.get(reason)!.value = n;
+    }
     const endTime = hrTimeFromMillis(Date.now());
     const metrics = this.families.filter((f) => f.cells.length > 0).map((f) => f.toMetricData(this.startTime, endTime));
     metrics.push(...this.processMetrics.collect(this.startTime, endTime));

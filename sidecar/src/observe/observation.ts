@@ -10,6 +10,7 @@ import { loadOperationsFile } from '../route/operation-map.ts';
 import { loadProtoDir } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
 import { createCallTracing } from './call-tracing.ts';
+import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 
 function load<T>(flag: string, file: string | undefined, loader: (file: string) => T): T | undefined {
@@ -22,7 +23,7 @@ function load<T>(flag: string, file: string | undefined, loader: (file: string) 
 }
 
 /** Loads what the settings name; throws ConfigError naming the flag of a file that cannot be read. */
-export function createObservation(config: Config, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[]): Observation {
+export function createObservation(config: Config, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[], faults?: Faults): Observation {
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
     routes: load('routes', config.routesFile, loadRouteFile),
@@ -30,6 +31,7 @@ export function createObservation(config: Config, env: Readonly<Record<string, s
     protos: load('proto', config.protoDir, loadProtoDir),
     serviceName: config.serviceName,
     knownEndpoints,
+    faults,
     env,
   });
   const tracing = createCallTracing(config.serviceName, env);

@@ -38,16 +38,30 @@ export const noopObserver: Observer = {
   goaway() {},
 };
 
-/** Fans every event out to several observers (metrics, traces, the connection view). */
-export function composeObservers(observers: Observer[]): Observer {
+/**
+ * Fans every event out to several observers (metrics, traces, the connection view).
+ * With `onFault`, an observer that throws is reported there and the others, and
+ * the call, go on: observation must never break the traffic it watches.
+ */
+export function composeObservers(observers: Observer[], onFault?: (err: unknown) => void): Observer {
   const list = observers.filter((o) => o !== noopObserver);
   if (list.length === 0) return noopObserver;
-  if (list.length === 1) return list[0]!;
+  if (!onFault) {
+    if (list.length === 1) return list[0]!;
+    return {
+      callStarted: (c) => { for (const o of list) o.callStarted(c); },
+      callEnded: (c) => { for (const o of list) o.callEnded(c); },
+      connectionOpened: (c) => { for (const o of list) o.connectionOpened(c); },
+      connectionClosed: (c) => { for (const o of list) o.connectionClosed(c); },
+      goaway: (s, code) => { for (const o of list) o.goaway(s, code); },
+    };
+  }
+  // One loop per event rather than a shared helper taking a closure: no allocation per call.
   return {
-    callStarted: (c) => { for (const o of list) o.callStarted(c); },
-    callEnded: (c) => { for (const o of list) o.callEnded(c); },
-    connectionOpened: (c) => { for (const o of list) o.connectionOpened(c); },
-    connectionClosed: (c) => { for (const o of list) o.connectionClosed(c); },
-    goaway: (s, code) => { for (const o of list) o.goaway(s, code); },
+    callStarted: (c) => { for (const o of list) try { o.callStarted(c); } catch (err) { onFault(err); } },
+    callEnded: (c) => { for (const o of list) try { o.callEnded(c); } catch (err) { onFault(err); } },
+    connectionOpened: (c) => { for (const o of list) try { o.connectionOpened(c); } catch (err) { onFault(err); } },
+    connectionClosed: (c) => { for (const o of list) try { o.connectionClosed(c); } catch (err) { onFault(err); } },
+    goaway: (s, code) => { for (const o of list) try { o.goaway(s, code); } catch (err) { onFault(err); } },
   };
 }

@@ -47,11 +47,13 @@ export class Call {
     this.record = record;
     this.tap = new CallTap(record, detected.base64, now);
     this.target = ctx.upstreams.pick(record, conn.id, detected.protocol !== 'rest');
+    // Whatever may throw comes before the call is registered: a call that failed to
+    // start must not stay in flight, holding a drain open.
+    this.traceparent = ctx.tracing.start(record, headers);
     conn.calls++;
     conn.active++;
     ctx.inflight.add(this);
     ctx.observer.callStarted(record);
-    this.traceparent = ctx.tracing.start(record, headers);
   }
 
   /** The request went on to the upstream endpoint (`host:port`). */
@@ -86,6 +88,11 @@ export class Call {
     this.conn.active--;
     this.ctx.inflight.delete(this);
     this.ctx.observer.callEnded(r);
-    this.ctx.tracing.end(r);
+    try {
+      this.ctx.tracing.end(r);
+    } catch (err) {
+      // The call is over and counted: a tracer's fault stays the tracer's.
+      this.ctx.faults.internalError('observer', err);
+    }
   }
 }

@@ -3,6 +3,7 @@ import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from '../balancer/upstreams.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
+import type { Faults } from '../observe/faults.ts';
 import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
@@ -12,6 +13,8 @@ export interface ProxyContext {
   readonly observer: Observer;
   readonly tracing: CallTracing;
   readonly log: Logger;
+  /** Faults contained at the connection and call boundaries, and connections cut. */
+  readonly faults: Faults;
   readonly h2: H2SessionPool;
   readonly h1: H1AgentPool;
   readonly upstreams: Upstreams;

@@ -27,7 +27,11 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+/**
+ * `onClientReset` hears of each call its client reset before the response ended:
+ * the listener's budget against rapid-reset floods.
+ */
+export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
   // Failures surface as 'close' with rstCode; an unheard 'error' would crash the process.
   stream.on('error', ignore);
   const method = headers[':method'] ?? 'GET';
@@ -36,6 +40,13 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   const contentType = headers['content-type'];
   const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
   const call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
+  // Reset by its client (or cut with its connection) before the proxy could read it:
+  // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
+  // must not be passed on to the app.
+  if (stream.destroyed) {
+    call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
+    return onClientReset();
+  }
   const { record, tap, target } = call;
 
   let pooled: PooledSession;
@@ -67,6 +78,7 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     const code = stream.rstCode ?? Http2Error.CANCEL;
     if (up && !up.closed && !up.destroyed) up.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
     call.end({ side: 'client', code });
+    onClientReset();
   });
 
   if (!target) {

@@ -96,6 +96,8 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_upstream_connections_active: ['gauge', ['upstream']],
   rpcscope_upstream_endpoints: ['gauge', []],
   rpcscope_load_skew_ratio: ['gauge', []],
+  rpcscope_internal_errors_total: ['counter', ['where']],
+  rpcscope_connections_terminated_total: ['counter', ['reason']],
 };
 
 /** The le values docs/metrics.md gives a range for: first and last finite bucket. */

@@ -1,0 +1,69 @@
+// Faults the sidecar contains instead of dying of: an exception raised while
+// handling one connection or one call is caught where that handling starts,
+// counted here, logged, and the sidecar keeps serving every other client. Also
+// the client connections the sidecar cut for misbehaving (a rapid-reset flood).
+// Counts are plain numbers on the hot path; the metrics observer reads them at
+// scrape time (rpcscope_internal_errors_total, rpcscope_connections_terminated_total).
+import type { Logger } from '../log.ts';
+
+/** Where a contained fault was raised: the boundaries that catch them. */
+export const FAULT_SITES = ['listener', 'forward_h1', 'forward_h2', 'forward_upgrade', 'observer', 'admin'] as const;
+export type FaultSite = (typeof FAULT_SITES)[number];
+
+/**
+ * Why the sidecar itself ended a client connection:
+ * - `reset_flood`: the client reset streams before the proxy could read them,
+ *   faster than its budget (the CVE-2023-44487 rapid-reset shape); GOAWAY ENHANCE_YOUR_CALM.
+ * - `protocol_error`: Node's HTTP/2 layer ended the session with an HTTP/2 error
+ *   (nghttp2's own reset rate limit sends GOAWAY INTERNAL_ERROR; invalid frames).
+ */
+export const TERMINATION_REASONS = ['reset_flood', 'protocol_error'] as const;
+export type TerminationReason = (typeof TERMINATION_REASONS)[number];
+
+/** A site logs its first fault with the stack, then at most once per interval with the count since. */
+const LOG_INTERVAL_MS = 60_000;
+
+interface SiteState {
+  count: number;
+  loggedAt: number;
+  unlogged: number;
+}
+
+export class Faults {
+  private readonly sites = new Map<FaultSite, SiteState>(FAULT_SITES.map((s) => [s, { count: 0, loggedAt: -Infinity, unlogged: 0 }]));
+  private readonly terminations = new Map<TerminationReason, number>(TERMINATION_REASONS.map((r) => [r, 0]));
+
+  constructor(private readonly log: Logger, private readonly clock: () => number = Date.now) {}
+
+  /** A fault contained at `where`: counted, and logged with its stack unless `where` logged one recently. */
+  internalError(where: FaultSite, err: unknown): void {
+    const site = this.sites.get(where)!;
+    site.count++;
+    const t = this.clock();
+    if (t - site.loggedAt < LOG_INTERVAL_MS) {
+      site.unlogged++;
+      return;
+    }
+    const e = err instanceof Error ? err : new Error(String(err));
+    this.log.error('internal error contained; the sidecar keeps serving', {
+      where,
+      error: e.message,
+      stack: e.stack,
+      ...(site.unlogged > 0 ? { alsoSinceLastLog: site.unlogged } : {}),
+    });
+    site.loggedAt = t;
+    site.unlogged = 0;
+  }
+
+  connectionTerminated(reason: TerminationReason): void {
+    this.terminations.set(reason, this.terminations.get(reason)! + 1);
+  }
+
+  internalErrors(): ReadonlyMap<FaultSite, { count: number }> {
+    return this.sites;
+  }
+
+  terminated(): ReadonlyMap<TerminationReason, number> {
+    return this.terminations;
+  }
+}
