@@ -1,33 +1,19 @@
-// What the sidecar observes, built from the settings: the metrics observer with
-// its routes, operations and .proto knowledge loaded once at start, and the admin
-// handlers that expose it. A file that cannot be read stops the start with a
-// message naming its flag.
+// What the sidecar observes, built from the settings and the files they name
+// (read beforehand by config/start-files.ts): the metrics observer, the call
+// tracing, and the admin handlers that expose them.
 import type http from 'node:http';
 import type { Config } from '../config/load.ts';
+import type { StartFiles } from '../config/start-files.ts';
 import type { Observation } from '../pipeline.ts';
-import { ConfigError } from '../config/parse-value.ts';
-import { loadOperationsFile } from '../route/operation-map.ts';
-import { loadProtoDir } from '../route/proto-catalog.ts';
-import { loadRouteFile } from '../route/route-file.ts';
 import { createCallTracing } from './call-tracing.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 
-function load<T>(flag: string, file: string | undefined, loader: (file: string) => T): T | undefined {
-  if (file === undefined) return undefined;
-  try {
-    return loader(file);
-  } catch (err) {
-    throw new ConfigError(`--${flag}: ${(err as Error).message}`);
-  }
-}
-
-/** Loads what the settings name; throws ConfigError naming the flag of a file that cannot be read. */
-export function createObservation(config: Config, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[]): Observation {
+export function createObservation(config: Config, files: StartFiles, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[]): Observation {
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
-    routes: load('routes', config.routesFile, loadRouteFile),
-    operations: load('operations', config.operationsFile, loadOperationsFile),
-    protos: load('proto', config.protoDir, loadProtoDir),
+    routes: files.routes,
+    operations: files.operations,
+    protos: files.protos,
     serviceName: config.serviceName,
     knownEndpoints,
     env,
