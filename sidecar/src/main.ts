@@ -42,7 +42,7 @@ async function main(): Promise<number> {
   const log = createLogger(config.logLevel);
   let sidecar: Sidecar;
   try {
-    sidecar = await startSidecar(config, log, (known) => createObservation(config, files, process.env, known));
+    sidecar = await startSidecar(config, log, (known) => createObservation(config, files, log, process.env, known));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

@@ -2,7 +2,8 @@
 // files and the TLS material. Apart from the pipeline so that `--check` reads
 // exactly what a start would, without listening. A file that cannot be used is a
 // ConfigError naming its flag.
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import tls from 'node:tls';
 import { loadOperationsFile, type OperationMap } from '../route/operation-map.ts';
 import { loadProtoDir, type ProtoCatalog } from '../route/proto-catalog.ts';
@@ -35,8 +36,15 @@ function checkTls(config: Config): void {
   load('upstream-ca', config.upstreamCa, (file) => tls.createSecureContext({ ca: readFileSync(file) }));
 }
 
+/** The access log file is appended to, or created: the first call would otherwise find out. */
+function checkAccessLog(path: string): void {
+  if (path === 'off' || path === 'stdout' || path === 'stderr') return;
+  load('access-log', path, (file) => accessSync(existsSync(file) ? file : dirname(file), constants.W_OK));
+}
+
 export function loadStartFiles(config: Config): StartFiles {
   checkTls(config);
+  checkAccessLog(config.accessLog);
   return {
     routes: load('routes', config.routesFile, loadRouteFile),
     operations: load('operations', config.operationsFile, loadOperationsFile),

@@ -64,6 +64,8 @@ export interface MetricsObserver extends Observer {
   handleMetrics(req: IncomingMessage, res: ServerResponse): void;
   /** The exposition text /metrics serves. */
   render(): string;
+  /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
+  route(call: CallRecord): Route;
   shutdown(): Promise<void>;
 }
 
@@ -212,6 +214,10 @@ class MetricsObserverImpl implements MetricsObserver {
     this.processMetrics.stop();
   }
 
+  route(call: CallRecord): Route {
+    return this.router.resolve(call.protocol, call.httpMethod, call.path);
+  }
+
   callStarted(call: CallRecord): void {
     const cells = this.cellsFor(call);
     cells.active.value++;
@@ -295,7 +301,7 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   private cellsFor(call: CallRecord): RouteCells {
-    const route = this.router.resolve(call.protocol, call.httpMethod, call.path);
+    const route = this.route(call);
     const byRoute = this.routeCells[call.direction];
     let cells = byRoute.get(route);
     if (cells === undefined) {

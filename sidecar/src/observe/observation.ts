@@ -1,14 +1,16 @@
 // What the sidecar observes, built from the settings and the files they name
 // (read beforehand by config/start-files.ts): the metrics observer, the call
-// tracing, and the admin handlers that expose them.
+// tracing, the access log, and the admin handlers that expose them.
 import type http from 'node:http';
 import type { Config } from '../config/load.ts';
 import type { StartFiles } from '../config/start-files.ts';
+import type { Logger } from '../log.ts';
 import type { Observation } from '../pipeline.ts';
+import { createAccessLog } from './access-log.ts';
 import { createCallTracing } from './call-tracing.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 
-export function createObservation(config: Config, files: StartFiles, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[]): Observation {
+export function createObservation(config: Config, files: StartFiles, log: Logger, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[]): Observation {
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
     routes: files.routes,
@@ -19,12 +21,13 @@ export function createObservation(config: Config, files: StartFiles, env: Readon
     env,
   });
   const tracing = createCallTracing(config.serviceName, env);
+  const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
   return {
-    observers: [metrics],
+    observers: [metrics, accessLog.observer],
     tracing,
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
     shutdown: async () => {
-      await Promise.all([metrics.shutdown(), tracing.shutdown()]);
+      await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close()]);
     },
   };
 }
