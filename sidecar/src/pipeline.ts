@@ -18,6 +18,7 @@ import type { Logger } from './log.ts';
 import type { CallTracing } from './observe/call-tracing.ts';
 import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
+import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 
@@ -72,8 +73,9 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const observation = observe(() => upstreams.known());
   const connections = createConnectionsView();
   const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer]);
-  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId);
-  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId);
+  const connectFailures = new ConnectFailureLog(log);
+  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
 
   const ctx: ProxyContext = {
     config,
