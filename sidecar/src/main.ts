@@ -1,9 +1,13 @@
-// The rpcscope command: read the settings, start the sidecar, drain on SIGTERM.
+// The rpcscope command: read the settings, start the sidecar, drain on SIGTERM;
+// or only check the settings, or print the help or the version.
+import { checkReport } from './check.ts';
 import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
+import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
 import { createObservation } from './observe/observation.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
+import { VERSION } from './version.ts';
 
 /** A bad setting: one line on stderr, exit code 2. Anything else is not ours to word. */
 function configFailure(err: unknown): number {
@@ -14,20 +18,31 @@ function configFailure(err: unknown): number {
 
 async function main(): Promise<number> {
   let config: Config;
+  let files: StartFiles;
   try {
     const result = loadConfig(process.argv.slice(2), process.env);
     if (result.kind === 'help') {
       process.stdout.write(result.text);
       return 0;
     }
+    if (result.kind === 'version') {
+      process.stdout.write(`rpcscope ${VERSION}\n`);
+      return 0;
+    }
     config = result.config;
+    // The routes, operations, .proto and TLS files are read before anything listens: their errors are settings errors.
+    files = loadStartFiles(config);
+    if (result.kind === 'check') {
+      process.stdout.write(checkReport(config, result.settings, files));
+      return 0;
+    }
   } catch (err) {
     return configFailure(err);
   }
   const log = createLogger(config.logLevel);
   let sidecar: Sidecar;
   try {
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, process.env, known, faults));
+    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

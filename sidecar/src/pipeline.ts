@@ -20,6 +20,7 @@ import { Faults } from './observe/faults.ts';
 import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
+import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 
@@ -80,8 +81,9 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const observation = observe(() => upstreams.known(), faults);
   const connections = createConnectionsView();
   const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer], (err) => faults.internalError('observer', err));
-  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId);
-  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId);
+  const connectFailures = new ConnectFailureLog(log);
+  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
 
   const ctx: ProxyContext = {
     config,

@@ -1,7 +1,8 @@
 // Settings come from flags, then RPCSCOPE_* environment variables, then the YAML
 // file named by --config, then the defaults — the first that sets a value wins.
 // Everything is validated once here; the result is frozen.
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } from './parse-value.ts';
 import { SETTINGS, envName, type Flag, type Setting } from './schema.ts';
@@ -32,11 +33,36 @@ export interface Config {
   protoDir: string | undefined;
   serviceName: string;
   enforceDeadlines: boolean;
+  /** `off`, `stdout`, `stderr` or the path of a file appended to. */
+  accessLog: string;
+  /** The share of calls the access log writes, 0 to 1. */
+  accessLogSample: number;
 }
 
-export type CliResult = { kind: 'run'; config: Config } | { kind: 'help'; text: string };
+/**
+ * What the command line asks for: run, only check the settings and the files
+ * they name (`--check`, as `nginx -t`), or print the help or the version.
+ */
+export type CliResult =
+  | { kind: 'run'; config: Config }
+  | { kind: 'check'; config: Config; settings: EffectiveSetting[] }
+  | { kind: 'help'; text: string }
+  | { kind: 'version' };
 
+/** A setting as it was given, and where from: what `--check` shows. */
+export interface EffectiveSetting {
+  flag: string;
+  text: string | undefined;
+  from: 'flag' | 'env' | 'file' | 'default' | 'unset';
+}
 
+/** Flags that are actions rather than settings: no value, no environment variable, no YAML key. */
+const ACTIONS = [
+  { flag: 'check', help: 'load and validate the settings, routes, operations and .proto files, print what would run, exit (0, or 2 on an error)' },
+  { flag: 'version', help: 'print the version and exit' },
+  { flag: 'help', help: 'show this help' },
+] as const;
+type Action = (typeof ACTIONS)[number]['flag'];
 
 const ALL: readonly Setting[] = SETTINGS;
 const BY_FLAG = new Map<string, Setting>(ALL.map((s) => [s.flag, s]));
@@ -45,15 +71,22 @@ function isBool(s: Setting): boolean {
   return s.kind.type === 'bool';
 }
 
-/** Raw text per flag from argv; `--config` is returned apart. */
-function readArgs(argv: readonly string[]): { values: Map<string, string>; configFile: string | undefined; help: boolean } {
+/**
+ * Raw text per flag from argv; `--config` and the actions are returned apart.
+ * Hand-parsed rather than with node:util's parseArgs: a boolean flag here also
+ * takes `--flag false` and `--flag=false` (as YAML and the environment can say
+ * it), which parseArgs rejects, and its errors would have to be re-worded to
+ * name the flag, the value and what is allowed.
+ */
+function readArgs(argv: readonly string[]): { values: Map<string, string>; configFile: string | undefined; actions: Set<Action> } {
   const values = new Map<string, string>();
   let configFile: string | undefined;
-  let help = false;
+  const actions = new Set<Action>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === '--help' || arg === '-h') {
-      help = true;
+    const action = arg === '-h' ? 'help' : ACTIONS.find((a) => arg === `--${a.flag}`)?.flag;
+    if (action !== undefined) {
+      actions.add(action);
       continue;
     }
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument ${JSON.stringify(arg)}: settings are given as --flag value (see --help)`);
@@ -73,7 +106,7 @@ function readArgs(argv: readonly string[]): { values: Map<string, string>; confi
     if (name === 'config') configFile = text;
     else values.set(name, text);
   }
-  return { values, configFile, help };
+  return { values, configFile, actions };
 }
 
 function readFile(path: string): Map<string, string> {
@@ -94,8 +127,36 @@ function readFile(path: string): Map<string, string> {
   return values;
 }
 
+/** Columns of --help: a terminal's 80 would leave the help column too narrow beside `--balance round_robin|…`. */
+const HELP_WIDTH = 110;
+
+/** `text` in lines of at most `width` characters, broken at spaces (a longer word keeps its own line). */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  return [...lines, line];
+}
+
 export function helpText(): string {
-  const lines = [
+  const rows: [head: string, help: string][] = [['--config FILE', 'YAML file of settings (keys are the flag names)']];
+  for (const s of ALL) {
+    const value = 'placeholder' in s ? s.placeholder : s.kind.type === 'enum' ? s.kind.values.join('|') : s.kind.type.toUpperCase();
+    const arg = s.kind.type === 'bool' ? '' : ` ${value}`;
+    const dflt = 'default' in s ? ` (default ${s.default})` : '';
+    rows.push([`--${s.flag}${arg}`, `${s.help}${dflt}`], ['', `env ${envName(s.flag)}`]);
+  }
+  for (const a of ACTIONS) rows.push([`--${a.flag}`, a.help]);
+  // The help column starts two spaces after the longest flag and its value, and
+  // is wrapped at word boundaries to keep lines within HELP_WIDTH.
+  const width = Math.max(...rows.map(([head]) => head.length)) + 2;
+  const lines = rows.flatMap(([head, help]) => wrap(help, HELP_WIDTH - 2 - width).map((part, i) => `  ${(i === 0 ? head : '').padEnd(width)}${part}`));
+  return [
     'rpcscope — an HTTP/2-aware observability sidecar for gRPC, gRPC-Web, Connect and REST',
     '',
     'usage: rpcscope --upstream URL [flags]',
@@ -103,31 +164,33 @@ export function helpText(): string {
     'Each flag can also be set as the environment variable shown, or as a key of the',
     'YAML file given by --config. Flags win, then the environment, then the file.',
     '',
-    '  --config FILE'.padEnd(30) + 'YAML file of settings (keys are the flag names)',
-  ];
-  for (const s of ALL) {
-    const arg = s.kind.type === 'bool' ? '' : s.kind.type === 'enum' ? ' ' + s.kind.values.join('|') : ' ' + s.kind.type.toUpperCase();
-    const head = `  --${s.flag}${arg}`;
-    const dflt = 'default' in s ? ` (default ${s.default})` : '';
-    lines.push(`${head.padEnd(30)}${s.help}${dflt}`);
-    lines.push(`${''.padEnd(30)}env ${envName(s.flag)}`);
-  }
-  lines.push('  --help'.padEnd(30) + 'show this help');
-  return lines.join('\n') + '\n';
+    ...lines,
+    '',
+  ].join('\n');
 }
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): CliResult {
   const args = readArgs(argv);
-  if (args.help) return { kind: 'help', text: helpText() };
+  if (args.actions.has('help')) return { kind: 'help', text: helpText() };
+  if (args.actions.has('version')) return { kind: 'version' };
   const configFile = args.configFile ?? env.RPCSCOPE_CONFIG;
   const file = configFile ? readFile(configFile) : new Map<string, string>();
   const values = new Map<Flag, Value | undefined>();
+  const settings: EffectiveSetting[] = [];
   for (const s of ALL) {
     const envText = env[envName(s.flag)];
-    const text = args.values.get(s.flag) ?? (envText !== undefined && envText !== '' ? envText : undefined) ?? file.get(s.flag) ?? s.default;
+    const given: [string | undefined, EffectiveSetting['from']][] = [
+      [args.values.get(s.flag), 'flag'],
+      [envText !== '' ? envText : undefined, 'env'],
+      [file.get(s.flag), 'file'],
+      ['default' in s ? s.default : undefined, 'default'],
+    ];
+    const [text, from] = given.find(([t]) => t !== undefined) ?? [undefined, 'unset'];
+    settings.push({ flag: s.flag, text, from });
     values.set(s.flag as Flag, text === undefined ? undefined : parseValue(s.flag, s.kind, text));
   }
-  return { kind: 'run', config: toConfig(values) };
+  const config = toConfig(values);
+  return args.actions.has('check') ? { kind: 'check', config, settings } : { kind: 'run', config };
 }
 
 function toConfig(v: Map<Flag, Value | undefined>): Config {
@@ -143,6 +206,10 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
   const endpoints = endpointsText === undefined ? undefined : endpointsText.split(',').map((e) => e.trim()).filter((e) => e !== '').map((e) => parseValue('endpoints', { type: 'hostport' }, e) as HostPort);
   if (endpoints && mode !== 'outbound') throw new ConfigError('--endpoints: only with --mode outbound (an inbound sidecar sends every call to its own app)');
   if (endpoints?.length === 0) throw new ConfigError('--endpoints: empty: give host:port[,host:port...]');
+  const accessLog = v.get('access-log') as string;
+  if (!['off', 'stdout', 'stderr'].includes(accessLog) && !isDirectory(dirname(accessLog))) {
+    throw new ConfigError(`--access-log: invalid value ${JSON.stringify(accessLog)}: expected off, stdout, stderr or a file path in an existing directory`);
+  }
   if (v.get('grpc-upstream') && mode === 'outbound') throw new ConfigError('--grpc-upstream: only with --mode inbound (outbound calls go to the endpoints of --upstream)');
   return Object.freeze({
     listen: v.get('listen') as HostPort,
@@ -168,5 +235,15 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     protoDir: v.get('proto') as string | undefined,
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
+    accessLog,
+    accessLogSample: v.get('access-log-sample') as number,
   });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

@@ -83,6 +83,10 @@ export function parseValue(flag: string, kind: Kind, text: string): Value {
       const n = /^-?\d+$/.test(text) ? Number(text) : NaN;
       return Number.isSafeInteger(n) && n >= kind.min && n <= kind.max ? n : bad(`a whole number from ${kind.min} to ${kind.max}`);
     }
+    case 'ratio': {
+      const n = /^\d+(\.\d+)?$/.test(text) ? Number(text) : NaN;
+      return n >= 0 && n <= 1 ? n : bad('a number from 0 to 1, e.g. 0.1 for one call in ten');
+    }
     case 'bool':
       if (text === 'true' || text === '1' || text === '') return true;
       if (text === 'false' || text === '0') return false;

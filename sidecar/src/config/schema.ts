@@ -9,6 +9,7 @@ export type Kind =
   | { type: 'duration' }
   | { type: 'int'; min: number; max: number }
   | { type: 'bool' }
+  | { type: 'ratio' }
   | { type: 'file' }
   | { type: 'dir' }
   | { type: 'string' };
@@ -19,6 +20,8 @@ export interface Setting {
   /** Default as the user would write it; undefined when the setting is optional. */
   default?: string;
   help: string;
+  /** The value's placeholder in --help when its kind's name says too little. */
+  placeholder?: string;
 }
 
 export const SETTINGS = [
@@ -45,6 +48,8 @@ export const SETTINGS = [
   { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
   { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
+  { flag: 'access-log', kind: { type: 'string' }, placeholder: 'off|stdout|stderr|FILE', default: 'off', help: 'one JSON line per call: off, stdout, stderr or a file path (appended to)' },
+  { flag: 'access-log-sample', kind: { type: 'ratio' }, default: '1', help: 'the share of calls the access log writes, from 0 to 1' },
 ] as const satisfies readonly Setting[];
 
 export type Flag = (typeof SETTINGS)[number]['flag'];

@@ -1,16 +1,17 @@
 // Metric cells aggregated by the sidecar itself. OpenTelemetry's synchronous
 // instruments hash their attributes on every `record()` (a sort and a
 // JSON.stringify, ~2.4 µs); here each label set is bound to a cell once, when
-// first seen, after which an observation is a field increment. The cells are
-// handed to the exporter as ready-made data points at scrape time.
-import { ValueType } from '@opentelemetry/api';
-import type { Attributes, HrTime } from '@opentelemetry/api';
-import { AggregationTemporality, DataPointType } from '@opentelemetry/sdk-metrics';
-import type { MetricData } from '@opentelemetry/sdk-metrics';
+// first seen, after which an observation is a field increment. A scrape renders
+// the cells as Prometheus text (prometheus-text.ts), each cell's label text
+// rendered once, on its first scrape.
+import type { Attributes } from '@opentelemetry/api';
+import { familyHeader, labelText, sampleLine, sampleValue } from './prometheus-text.ts';
 
 /** A counter's or a gauge's current value. */
 export class ValueCell {
   value = 0;
+  /** Rendered label text, filled on the first scrape: binding a cell stays cheap. */
+  labels: string | undefined;
   constructor(readonly attributes: Attributes) {}
 }
 
@@ -19,6 +20,9 @@ export class HistogramCell {
   readonly counts: number[];
   sum = 0;
   count = 0;
+  /** `{labels}` and `{labels,le="` rendered on the first scrape. */
+  braces: string | undefined;
+  bucketPrefix: string | undefined;
 
   constructor(readonly attributes: Attributes, private readonly boundaries: readonly number[]) {
     this.counts = new Array<number>(boundaries.length + 1).fill(0);
@@ -34,17 +38,16 @@ export class HistogramCell {
   }
 }
 
-type Kind = 'counter' | 'gauge' | 'histogram';
-
 /** One metric: its name, and every cell bound for it so far, in the order they were first seen. */
 abstract class Family<C> {
   readonly cells: C[] = [];
   constructor(readonly name: string, readonly description: string) {}
-  abstract toMetricData(startTime: HrTime, endTime: HrTime): MetricData;
+  /** The family's exposition text; empty while it has no cell. */
+  abstract render(): string;
 }
 
 export class ValueFamily extends Family<ValueCell> {
-  constructor(name: string, description: string, private readonly kind: Exclude<Kind, 'histogram'>) {
+  constructor(name: string, description: string, private readonly kind: 'counter' | 'gauge') {
     super(name, description);
   }
 
@@ -54,20 +57,21 @@ export class ValueFamily extends Family<ValueCell> {
     return c;
   }
 
-  toMetricData(startTime: HrTime, endTime: HrTime): MetricData {
-    // The name carries the unit (docs/metrics.md): a descriptor unit would only add an OpenMetrics `# UNIT` line.
-    const descriptor = { name: this.name, description: this.description, unit: '', valueType: ValueType.DOUBLE };
-    const dataPoints = this.cells.map((c) => ({ startTime, endTime, attributes: c.attributes, value: c.value }));
-    if (this.kind === 'gauge') {
-      return { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.GAUGE, dataPoints };
-    }
-    return { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.SUM, isMonotonic: true, dataPoints };
+  render(): string {
+    if (this.cells.length === 0) return '';
+    let out = familyHeader(this.name, this.kind, this.description);
+    for (const c of this.cells) out += sampleLine(this.name, (c.labels ??= labelText(c.attributes)), c.value);
+    return out;
   }
 }
 
 export class HistogramFamily extends Family<HistogramCell> {
+  /** `0.005"} ` per boundary, then `+Inf"} `: the tail of each bucket line's labels. */
+  private readonly leTails: readonly string[];
+
   constructor(name: string, description: string, readonly boundaries: readonly number[]) {
     super(name, description);
+    this.leTails = [...boundaries.map((b) => `${sampleValue(b)}"} `), '+Inf"} '];
   }
 
   cell(attributes: Attributes): HistogramCell {
@@ -76,26 +80,26 @@ export class HistogramFamily extends Family<HistogramCell> {
     return c;
   }
 
-  toMetricData(startTime: HrTime, endTime: HrTime): MetricData {
-    const boundaries = [...this.boundaries];
-    return {
-      descriptor: { name: this.name, description: this.description, unit: '', valueType: ValueType.DOUBLE },
-      aggregationTemporality: AggregationTemporality.CUMULATIVE,
-      dataPointType: DataPointType.HISTOGRAM,
-      dataPoints: this.cells.map((c) => ({
-        startTime,
-        endTime,
-        attributes: c.attributes,
-        value: { buckets: { boundaries, counts: [...c.counts] }, sum: c.sum, count: c.count },
-      })),
-    };
+  render(): string {
+    if (this.cells.length === 0) return '';
+    const name = this.name;
+    let out = familyHeader(name, 'histogram', this.description);
+    for (const c of this.cells) {
+      if (c.braces === undefined) {
+        const l = labelText(c.attributes);
+        c.braces = l === '' ? '' : `{${l}}`;
+        c.bucketPrefix = `${name}_bucket{${l === '' ? '' : `${l},`}le="`;
+      }
+      out += `${name}_count${c.braces} ${c.count}\n${name}_sum${c.braces} ${sampleValue(c.sum)}\n`;
+      let cumulative = 0;
+      const counts = c.counts;
+      for (let i = 0; i < counts.length; i++) {
+        cumulative += counts[i]!;
+        out += `${c.bucketPrefix}${this.leTails[i]}${cumulative}\n`;
+      }
+    }
+    return out;
   }
 }
 
 export type MetricFamily = ValueFamily | HistogramFamily;
-
-/** Milliseconds since the epoch as OpenTelemetry's [seconds, nanoseconds]. */
-export function hrTimeFromMillis(ms: number): HrTime {
-  const seconds = Math.floor(ms / 1000);
-  return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
-}

@@ -1,17 +1,17 @@
 // The metrics observer: every call, stream, reset, GOAWAY, deadline and
-// connection fact of docs/metrics.md, served on /metrics by OpenTelemetry's
-// Prometheus exporter.
+// connection fact of docs/metrics.md, served on /metrics in the Prometheus text
+// format.
 //
 // The hot path only increments cells bound when a route (or connection kind,
-// or endpoint) is first seen; a MetricProducer hands the cells to the exporter
-// as data points when Prometheus scrapes. The names and labels below are the
+// or endpoint) is first seen; a scrape renders the cells itself
+// (prometheus-text.ts) rather than through OpenTelemetry's Prometheus exporter,
+// whose per-line label escaping stalled the event loop and could only be
+// avoided through its private members. OpenTelemetry still describes the
+// resource that `target_info` carries. The names and labels below are the
 // public contract of docs/metrics.md: the golden tests pin them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { Resource } from '@opentelemetry/resources';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import type { CollectionResult, MetricProducer } from '@opentelemetry/sdk-metrics';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { CallRecord, CallReset, Direction, Encoding, Protocol } from './call-record.ts';
 import { FAULT_SITES, TERMINATION_REASONS, type Faults } from './faults.ts';
@@ -29,9 +29,10 @@ import {
 import { decideCodeNumber, deadlineDetection, endingReset } from './call-outcome.ts';
 import type { DeadlineDetection } from './call-outcome.ts';
 import { callShape } from './call-shape.ts';
-import { HistogramFamily, ValueFamily, hrTimeFromMillis } from './metric-cells.ts';
+import { HistogramFamily, ValueFamily } from './metric-cells.ts';
 import type { HistogramCell, MetricFamily, ValueCell } from './metric-cells.ts';
 import { ProcessMetrics } from './process-metrics.ts';
+import { targetInfo } from './prometheus-text.ts';
 import { http2ErrorName } from '../protocol/reset-codes.ts';
 import { GrpcCode, grpcCodeName } from '../protocol/status-codes.ts';
 import { MethodGuard } from '../route/method-guard.ts';
@@ -39,7 +40,6 @@ import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import { Router } from '../route/router.ts';
-import { installCachedLabelSerializer } from './cached-label-serializer.ts';
 import { LoadSkew } from './load-skew.ts';
 import type { Route } from '../route/router.ts';
 
@@ -56,7 +56,7 @@ export interface MetricsObserverOptions {
   serviceName?: string;
   /** Every upstream endpoint known now (`host:port`), for the endpoint gauge and the skew; idle ones count. */
   knownEndpoints?: () => readonly string[];
-  /** Where POD_NAME and POD_NAMESPACE (the Downward API) are read; process.env by default. */
+  /** Where POD_NAME and POD_NAMESPACE (the Downward API) and RPCSCOPE_COMMIT are read; process.env by default. */
   env?: Readonly<Record<string, string | undefined>>;
   /** The sidecar's contained faults and cut connections, read at each scrape. */
   faults?: Faults;
@@ -65,6 +65,10 @@ export interface MetricsObserverOptions {
 export interface MetricsObserver extends Observer {
   /** Serves the Prometheus text exposition; mount it on the admin port's /metrics. */
   handleMetrics(req: IncomingMessage, res: ServerResponse): void;
+  /** The exposition text /metrics serves. */
+  render(): string;
+  /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
+  route(call: CallRecord): Route;
   shutdown(): Promise<void>;
 }
 
@@ -73,6 +77,9 @@ export interface MetricsObserver extends Observer {
  * the rest share `upstream="_OTHER"` until the endpoint lifecycle prunes them.
  */
 const MAX_UPSTREAMS = 1000;
+
+/** The text format's media type (https://prometheus.io/docs/instrumenting/exposition_formats/#basic-info). */
+const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 const ENCODING_INDEX: Readonly<Record<Encoding, number>> = { proto: 0, json: 1, text: 2, other: 3 };
 
@@ -185,10 +192,8 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly upstreamCells = new Map<string, UpstreamCells>();
   /** Calls in flight: their message counts and endpoints are read at each scrape. */
   private readonly inFlight = new Set<CallRecord>();
-  private readonly processMetrics = new ProcessMetrics();
-  private readonly startTime = hrTimeFromMillis(Date.now());
-  private readonly exporter: PrometheusExporter;
-  private readonly provider: MeterProvider;
+  private readonly processMetrics: ProcessMetrics;
+  private readonly targetInfo: string;
 
   constructor(opts: MetricsObserverOptions) {
     this.router = new Router(opts);
@@ -201,22 +206,27 @@ class MetricsObserverImpl implements MetricsObserver {
       ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}),
       ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}),
     });
-    const producer: MetricProducer = { collect: async () => this.collect(resource) };
-    // Scope labels would put the same otel_scope_name on every series of the contract.
-    this.exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true, metricProducers: [producer] });
-    installCachedLabelSerializer(this.exporter);
-    // The provider is only what binds the reader (and carries the resource into
-    // target_info): no OpenTelemetry instrument is recorded on the hot path.
-    this.provider = new MeterProvider({ resource, readers: [this.exporter] });
+    this.targetInfo = renderTargetInfo(resource);
+    this.processMetrics = new ProcessMetrics(env);
   }
 
-  handleMetrics(req: IncomingMessage, res: ServerResponse): void {
-    this.exporter.getMetricsRequestHandler(req, res);
+  handleMetrics(_req: IncomingMessage, res: ServerResponse): void {
+    let body: string;
+    try {
+      body = this.render();
+    } catch (err) {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to render metrics: ${(err as Error).message}\n`);
+      return;
+    }
+    res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(body);
   }
 
   async shutdown(): Promise<void> {
     this.processMetrics.stop();
-    await this.provider.shutdown();
+  }
+
+  route(call: CallRecord): Route {
+    return this.router.resolve(call.protocol, call.httpMethod, call.path);
   }
 
   callStarted(call: CallRecord): void {
@@ -302,7 +312,7 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   private cellsFor(call: CallRecord): RouteCells {
-    const route = this.router.resolve(call.protocol, call.httpMethod, call.path);
+    const route = this.route(call);
     const byRoute = this.routeCells[call.direction];
     let cells = byRoute.get(route);
     if (cells === undefined) {
@@ -429,8 +439,8 @@ class MetricsObserverImpl implements MetricsObserver {
     return cell;
   }
 
-  /** Brings the values only read at scrape time up to date, then hands every family to the exporter. */
-  private collect(resource: Resource): CollectionResult {
+  /** Brings the values only read at scrape time up to date, then renders every family. */
+  render(): string {
     for (const cells of this.upstreamCells.values()) cells.active.value = 0;
     for (const call of this.inFlight) {
       const obs = call.observation;
@@ -444,11 +454,15 @@ class MetricsObserverImpl implements MetricsObserver {
       for (const [where, site] of this.faults.internalErrors()) this.internalErrorCells.get(where)!.value = site.count;
       for (const [reason, n] of this.faults.terminated()) this.terminatedCells.get(reason)!.value = n;
     }
-    const endTime = hrTimeFromMillis(Date.now());
-    const metrics = this.families.filter((f) => f.cells.length > 0).map((f) => f.toMetricData(this.startTime, endTime));
-    metrics.push(...this.processMetrics.collect(this.startTime, endTime));
-    return { resourceMetrics: { resource, scopeMetrics: [{ scope: { name: 'rpcscope' }, metrics }] }, errors: [] };
+    let out = this.targetInfo;
+    for (const family of this.families) out += family.render();
+    return out + this.processMetrics.render();
   }
+}
+
+/** The resource's attributes are fixed at start: rendered once. */
+function renderTargetInfo(resource: Resource): string {
+  return targetInfo(resource.attributes);
 }
 
 function routeLabels(cells: RouteCells): { direction: Direction; protocol: Protocol; method: string } {

@@ -1,49 +1,79 @@
-// The sidecar's own health: CPU, memory and event loop delay. A proxy on a
-// blocked event loop delays every call it carries, so the delay is a histogram
-// that can be read next to the call latencies.
-import { performance } from 'node:perf_hooks';
-import type { HrTime } from '@opentelemetry/api';
-import type { MetricData } from '@opentelemetry/sdk-metrics';
-import { EVENT_LOOP_DELAY_SECONDS } from './buckets.ts';
-import { HistogramFamily, ValueFamily } from './metric-cells.ts';
-import type { HistogramCell, ValueCell } from './metric-cells.ts';
+// The sidecar's own health: what it is (version, Node, commit), when it started,
+// CPU, memory and event loop delay. A proxy on a blocked event loop delays every
+// call it carries, so the delay is exported next to the call latencies.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import type { IntervalHistogram } from 'node:perf_hooks';
+import { VERSION } from '../version.ts';
+import { ValueFamily } from './metric-cells.ts';
+import type { ValueCell } from './metric-cells.ts';
 
 /**
- * How often the loop is sampled. Each sample is how late a timer fires, which is
- * what a call arriving at that moment would wait; sampling at a fixed rate makes
- * the histogram the distribution of that wait over time.
+ * Node's sampling period for the event loop delay, in ms (its default, and
+ * prom-client's). Each sample is the time between two runs of a timer of this
+ * period, so an idle loop reads about this much and a blocked one more.
  */
-const SAMPLE_INTERVAL_MS = 50;
+const LOOP_RESOLUTION_MS = 10;
+
+/** prom-client's names for the same figures, so the usual Node.js dashboards read them. */
+const LOOP_GAUGES: readonly [name: string, help: string, read: (h: IntervalHistogram) => number][] = [
+  ['nodejs_eventloop_lag_min_seconds', 'The minimum recorded event loop delay.', (h) => h.min],
+  ['nodejs_eventloop_lag_max_seconds', 'The maximum recorded event loop delay.', (h) => h.max],
+  ['nodejs_eventloop_lag_mean_seconds', 'The mean of the recorded event loop delays.', (h) => h.mean],
+  ['nodejs_eventloop_lag_stddev_seconds', 'The standard deviation of the recorded event loop delays.', (h) => h.stddev],
+  ['nodejs_eventloop_lag_p50_seconds', 'The 50th percentile of the recorded event loop delays.', (h) => h.percentile(50)],
+  ['nodejs_eventloop_lag_p90_seconds', 'The 90th percentile of the recorded event loop delays.', (h) => h.percentile(90)],
+  ['nodejs_eventloop_lag_p99_seconds', 'The 99th percentile of the recorded event loop delays.', (h) => h.percentile(99)],
+];
+
+export interface BuildInfo {
+  version: string;
+  nodeVersion: string;
+  commit: string;
+}
+
+/**
+ * The commit comes from RPCSCOPE_COMMIT: set in the environment at run time, or
+ * replaced at build time (esbuild `--define:process.env.RPCSCOPE_COMMIT='"<sha>"'`).
+ */
+export function buildInfo(env: Readonly<Record<string, string | undefined>> = process.env): BuildInfo {
+  return { version: VERSION, nodeVersion: process.version, commit: env.RPCSCOPE_COMMIT || 'unknown' };
+}
 
 export class ProcessMetrics {
+  private readonly build: ValueFamily = new ValueFamily('rpcscope_build_info', 'The sidecar\'s version, the Node.js version it runs on and the commit it was built from; always 1.', 'gauge');
+  private readonly start = new ValueFamily('process_start_time_seconds', 'Start time of the process since unix epoch in seconds.', 'gauge');
   private readonly cpu = new ValueFamily('process_cpu_seconds_total', 'Total user and system CPU time spent in seconds.', 'counter');
   private readonly rss = new ValueFamily('process_resident_memory_bytes', 'Resident memory size in bytes.', 'gauge');
-  private readonly loop = new HistogramFamily('nodejs_eventloop_delay_seconds', 'How late the event loop ran a timer, sampled every 50 ms.', EVENT_LOOP_DELAY_SECONDS);
   private readonly cpuCell: ValueCell = this.cpu.cell({});
   private readonly rssCell: ValueCell = this.rss.cell({});
-  private readonly loopCell: HistogramCell = this.loop.cell({});
-  private expected = performance.now() + SAMPLE_INTERVAL_MS;
-  private readonly timer: NodeJS.Timeout;
+  private readonly loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+  private readonly loopFamilies = LOOP_GAUGES.map(([name, help, read]) => ({ family: new ValueFamily(name, help, 'gauge'), read }));
+  private readonly loopCells = this.loopFamilies.map(({ family }) => family.cell({}));
 
-  constructor() {
-    this.timer = setTimeout(() => this.sample(), SAMPLE_INTERVAL_MS).unref();
+  constructor(env: Readonly<Record<string, string | undefined>> = process.env) {
+    const b = buildInfo(env);
+    this.build.cell({ version: b.version, node_version: b.nodeVersion, commit: b.commit }).value = 1;
+    this.start.cell({}).value = Math.round(performance.timeOrigin) / 1000;
+    this.loop.enable();
   }
 
-  private sample(): void {
-    const now = performance.now();
-    this.loopCell.record(Math.max(0, now - this.expected) / 1000);
-    this.expected = now + SAMPLE_INTERVAL_MS;
-    this.timer.refresh();
-  }
-
-  collect(startTime: HrTime, endTime: HrTime): MetricData[] {
+  /** The exposition text; the event loop figures cover the time since the previous scrape. */
+  render(): string {
     const cpu = process.cpuUsage();
     this.cpuCell.value = (cpu.user + cpu.system) / 1e6;
     this.rssCell.value = process.memoryUsage.rss();
-    return [this.cpu, this.rss, this.loop].map((f) => f.toMetricData(startTime, endTime));
+    // Before the first sample, min reads as 2^63 and mean as NaN: no delay seen is 0.
+    const seen = this.loop.count > 0;
+    this.loopFamilies.forEach(({ read }, i) => {
+      this.loopCells[i]!.value = seen ? read(this.loop) / 1e9 : 0;
+    });
+    this.loop.reset();
+    let out = this.build.render() + this.start.render() + this.cpu.render() + this.rss.render();
+    for (const { family } of this.loopFamilies) out += family.render();
+    return out;
   }
 
   stop(): void {
-    clearTimeout(this.timer);
+    this.loop.disable();
   }
 }

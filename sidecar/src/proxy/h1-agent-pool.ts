@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from './call.ts';
+import type { ConnectFailureLog } from './connect-failure-log.ts';
 
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
 type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
@@ -20,6 +21,7 @@ export class H1AgentPool {
     private readonly connectTimeoutMs: number,
     caFile: string | undefined,
     private readonly nextConnId: () => number,
+    private readonly connectFailures: ConnectFailureLog,
   ) {
     this.ca = caFile ? readFileSync(caFile) : undefined;
   }
@@ -56,6 +58,9 @@ export class H1AgentPool {
     });
     socket.once('timeout', () => {
       if (!opened) socket.destroy(Object.assign(new Error(`connect timeout after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    });
+    socket.once('error', (err) => {
+      if (!opened) this.connectFailures.report(target.authority, err);
     });
     socket.once('close', () => {
       if (!opened) return;

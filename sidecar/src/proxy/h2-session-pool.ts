@@ -7,6 +7,7 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from './call.ts';
+import type { ConnectFailureLog } from './connect-failure-log.ts';
 
 // Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one
 // round trip; nghttp2 still applies backpressure stream by stream.
@@ -35,6 +36,7 @@ export class H2SessionPool {
     private readonly connectTimeoutMs: number,
     caFile: string | undefined,
     private readonly nextConnId: () => number,
+    private readonly connectFailures: ConnectFailureLog,
   ) {
     this.ca = caFile ? readFileSync(caFile) : undefined;
   }
@@ -74,6 +76,7 @@ export class H2SessionPool {
     });
     session.on('error', (err) => {
       retire();
+      if (!pooled.connected) this.connectFailures.report(target.authority, err);
       this.log.debug('upstream session error', { upstream: target.authority, error: err.message });
     });
     session.on('close', () => {

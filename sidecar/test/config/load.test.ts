@@ -53,12 +53,39 @@ describe('loadConfig', () => {
     [['--upstream', 'http://x:1', '--bogus', '1'], {}, /^unknown flag --bogus/],
     [['--upstream'], {}, /^--upstream: missing value/],
     [[], {}, /^--upstream: missing/],
+    [['--upstream', 'http://x:1', '--access-log-sample', '-0.1'], {}, /^--access-log-sample: invalid value "-0.1": expected a number from 0 to 1/],
+    [['--upstream', 'http://x:1'], { RPCSCOPE_ACCESS_LOG: '/nonexistent/dir/access.log' }, /^--access-log: invalid value "\/nonexistent\/dir\/access.log": expected off, stdout, stderr or a file path in an existing directory/],
   ];
   for (const [argv, env, message] of BAD) {
     it(`rejects ${JSON.stringify([...argv, ...Object.entries(env).flat()])} naming the setting`, () => {
       assert.throws(() => loadConfig(argv, env), (err: Error) => err.name === 'ConfigError' && message.test(err.message));
     });
   }
+
+  it('takes the access log and its sample rate, off and every call by default', () => {
+    assert.deepEqual([config(['--upstream', 'http://x:1']).accessLog, config(['--upstream', 'http://x:1']).accessLogSample], ['off', 1]);
+    const c = config(['--upstream', 'http://x:1', '--access-log', join(tmpdir(), 'access.log'), '--access-log-sample=0.25']);
+    assert.deepEqual([c.accessLog, c.accessLogSample], [join(tmpdir(), 'access.log'), 0.25]);
+    assert.equal(config(['--upstream', 'http://x:1'], { RPCSCOPE_ACCESS_LOG: 'stdout' }).accessLog, 'stdout');
+  });
+
+  it('--check validates like a start and says where each setting came from', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rpcscope-config-'));
+    const file = join(dir, 'rpcscope.yaml');
+    writeFileSync(file, 'mode: outbound\n');
+    const r = loadConfig(['--check', '--config', file, '--upstream', 'http://x:1'], { RPCSCOPE_BALANCE: 'ewma' });
+    assert.equal(r.kind, 'check');
+    const from = Object.fromEntries((r as { settings: { flag: string; from: string }[] }).settings.map((s) => [s.flag, s.from]));
+    assert.deepEqual([from.upstream, from.balance, from.mode, from.listen, from.routes], ['flag', 'env', 'file', 'default', 'unset']);
+    assert.throws(() => loadConfig(['--check', '--upstream', 'http://x:1', '--mode', 'sideways'], {}), /^ConfigError: --mode: invalid value "sideways"/);
+  });
+
+  it('--version and --help are actions, not settings', () => {
+    assert.deepEqual(loadConfig(['--version'], {}), { kind: 'version' });
+    assert.equal(loadConfig(['-h'], {}).kind, 'help');
+    assert.equal(loadConfig(['--upstream', 'http://x:1'], { RPCSCOPE_VERSION: '1', RPCSCOPE_CHECK: '1' }).kind, 'run', 'actions are not read from the environment');
+    assert.throws(() => loadConfig(['--version=1'], {}), /^ConfigError: unknown flag --version/);
+  });
 
   it('rejects unknown keys in the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'rpcscope-config-'));

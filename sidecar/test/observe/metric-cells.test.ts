@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DataPointType } from '@opentelemetry/sdk-metrics';
-import { HistogramFamily, ValueFamily, hrTimeFromMillis } from '../../src/observe/metric-cells.ts';
+import { HistogramFamily, ValueFamily } from '../../src/observe/metric-cells.ts';
 
 test('a histogram bucket holds values up to and including its boundary (Prometheus le)', () => {
   const family = new HistogramFamily('h', 'help', [1, 5]);
@@ -12,24 +11,37 @@ test('a histogram bucket holds values up to and including its boundary (Promethe
   assert.equal(cell.sum, 113.0001);
 });
 
-test('families become data points: counters monotonic sums, gauges gauges, histograms with their boundaries', () => {
-  const t = hrTimeFromMillis(1_700_000_000_123.5);
-  assert.deepEqual(t, [1_700_000_000, 123_500_000]);
+test('families render as Prometheus text: counters, gauges, and histograms with cumulative buckets', () => {
   const counter = new ValueFamily('c_total', 'help', 'counter');
-  counter.cell({ k: 'v' }).value = 3;
-  const c = counter.toMetricData(t, t);
-  assert.equal(c.dataPointType, DataPointType.SUM);
-  assert.equal(c.dataPointType === DataPointType.SUM && c.isMonotonic, true);
-  assert.deepEqual(c.dataPoints.map((p) => [p.attributes, p.value]), [[{ k: 'v' }, 3]]);
-  const gauge = new ValueFamily('g', 'help', 'gauge');
+  assert.equal(counter.render(), '', 'a family without cells is left out');
+  counter.cell({ k: 'v', 'service.name': 'a"b\\c\nd' }).value = 3;
+  assert.equal(counter.render(), '# HELP c_total help\n# TYPE c_total counter\nc_total{k="v",service_name="a\\"b\\\\c\\nd"} 3\n');
+  const gauge = new ValueFamily('g', 'two\nlines', 'gauge');
   gauge.cell({}).value = -1;
-  assert.equal(gauge.toMetricData(t, t).dataPointType, DataPointType.GAUGE);
-  const hist = new HistogramFamily('h', 'help', [1]);
-  const cell = hist.cell({});
+  assert.equal(gauge.render(), '# HELP g two\\nlines\n# TYPE g gauge\ng -1\n');
+  const hist = new HistogramFamily('h', 'help', [0.5, 1]);
+  const cell = hist.cell({ m: 'x' });
+  cell.record(0.75);
   cell.record(2);
-  const h = hist.toMetricData(t, t);
-  assert.equal(h.dataPointType, DataPointType.HISTOGRAM);
-  assert.deepEqual(h.dataPoints[0]!.value, { buckets: { boundaries: [1], counts: [0, 1] }, sum: 2, count: 1 });
-  cell.record(0);
-  assert.deepEqual(h.dataPoints[0]!.value, { buckets: { boundaries: [1], counts: [0, 1] }, sum: 2, count: 1 }, 'a snapshot, not a live view');
+  hist.cell({});
+  assert.equal(
+    hist.render(),
+    [
+      '# HELP h help',
+      '# TYPE h histogram',
+      'h_count{m="x"} 2',
+      'h_sum{m="x"} 2.75',
+      'h_bucket{m="x",le="0.5"} 0',
+      'h_bucket{m="x",le="1"} 1',
+      'h_bucket{m="x",le="+Inf"} 2',
+      'h_count 0',
+      'h_sum 0',
+      'h_bucket{le="0.5"} 0',
+      'h_bucket{le="1"} 0',
+      'h_bucket{le="+Inf"} 0',
+      '',
+    ].join('\n'),
+  );
+  cell.record(0.1);
+  assert.match(hist.render(), /^h_bucket\{m="x",le="0\.5"\} 1$/m, 'rendered labels are reused, values are read live');
 });

@@ -2,6 +2,9 @@
 // /metrics out, scraped over HTTP. docs/metrics.md is the contract these pin.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
@@ -66,7 +69,8 @@ describe('golden exposition', () => {
     o.connectionClosed(connection({ closeTime: 30_000, calls: 1 }));
     const text = await scrape(o);
     const golden = readFileSync(join(fixtures, 'golden/grpc-unary-call.prom'), 'utf8');
-    assert.equal(text.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(process_|nodejs_)/.test(l)).join('\n'), golden);
+    // The process's own series (and the build, which differs per Node version) have their own test.
+    assert.equal(text.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(process_|nodejs_|rpcscope_build_info)/.test(l)).join('\n'), golden);
   });
 });
 
@@ -98,6 +102,7 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_load_skew_ratio: ['gauge', []],
   rpcscope_internal_errors_total: ['counter', ['where']],
   rpcscope_connections_terminated_total: ['counter', ['reason']],
+  rpcscope_build_info: ['gauge', ['version', 'node_version', 'commit']],
 };
 
 /** The le values docs/metrics.md gives a range for: first and last finite bucket. */
@@ -154,13 +159,45 @@ describe('the docs/metrics.md contract', () => {
   test('process metrics and target_info', async () => {
     const o = observer();
     await new Promise((resolve) => setTimeout(resolve, 120));
+    // A loop blocked for 60 ms: the next scrape's maximum delay shows it.
+    const blockedUntil = performance.now() + 60;
+    while (performance.now() < blockedUntil);
+    await new Promise((resolve) => setTimeout(resolve, 30));
     const text = await scrape(o);
     assert.match(text, /^# TYPE target_info gauge\ntarget_info\{service_name="rpcscope"\} 1$/m);
     assert.match(text, /^# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total \d+(\.\d+)?$/m);
     assert.match(text, /^# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes [1-9]\d+$/m);
-    assert.match(text, /^# TYPE nodejs_eventloop_delay_seconds histogram\nnodejs_eventloop_delay_seconds_count [1-9]\d*$/m);
-    assert.match(text, /^nodejs_eventloop_delay_seconds_bucket\{le="0\.01"\} \d+$/m);
+    const start = Number(/^process_start_time_seconds (\S+)$/m.exec(text)?.[1]);
+    assert.ok(Math.abs(start - (Date.now() / 1000 - process.uptime())) < 2, `process_start_time_seconds ${start}`);
+    const lag = (name: string): number => Number(new RegExp(`^# TYPE nodejs_eventloop_lag_${name}_seconds gauge\\nnodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text)?.[1]);
+    assert.ok(lag('max') >= 0.06, `max ${lag('max')}`);
+    for (const name of ['min', 'mean', 'stddev', 'p50', 'p90', 'p99']) assert.ok(lag(name) >= 0 && lag(name) <= lag('max'), `${name} ${lag(name)}`);
+    assert.ok(lag('min') >= 0.009, 'each sample includes the 10 ms sampling period');
+    const again = await scrape(o);
+    assert.ok(Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(again)?.[1]) < 0.06, 'each scrape covers the time since the previous one');
     assert.doesNotMatch(text, /otel_scope_name/);
+  });
+
+  test('build info: version, Node version, and the commit from RPCSCOPE_COMMIT', async () => {
+    const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+    const built = await scrape(observer({ env: { RPCSCOPE_COMMIT: '6a67e11' } }));
+    assert.match(built, new RegExp(`^# TYPE rpcscope_build_info gauge\\nrpcscope_build_info\\{version="${pkg.version.replace(/\./g, '\\.')}",node_version="${process.version.replace(/\./g, '\\.')}",commit="6a67e11"\\} 1$`, 'm'));
+    assert.match(await scrape(observer()), /^rpcscope_build_info\{.*,commit="unknown"\} 1$/m);
+  });
+
+  test('served as the text format 0.0.4, with its length', async () => {
+    const o = observer();
+    const server = createServer((req, res) => o.handleMetrics(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`);
+      const body = await res.text();
+      assert.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8');
+      assert.equal(Number(res.headers.get('content-length')), Buffer.byteLength(body));
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
