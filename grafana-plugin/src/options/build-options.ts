@@ -1,11 +1,10 @@
 import { PanelOptionsEditorBuilder, SelectableValue } from '@grafana/data';
 import { METRICS } from '../model/metric-catalog';
 import { BytesUnit, LatencyUnit, MetricKey, Mode, PanelOptions, PROTOCOLS, RateUnit, Reducer } from '../types';
+import { protocolLabel } from '../model/protocol-names';
 import { DEFAULT_OPTIONS } from './defaults';
 
-const PROTOCOL_LABELS: Record<string, string> = { grpc: 'gRPC', grpc_web: 'gRPC-Web', connect: 'Connect', rest: 'REST' };
-
-export const protocolLabel = (p: string) => PROTOCOL_LABELS[p] ?? p;
+export { protocolLabel };
 
 const not = (mode: Mode) => (o: PanelOptions) => o.mode !== mode;
 const only = (mode: Mode) => (o: PanelOptions) => o.mode === mode;
