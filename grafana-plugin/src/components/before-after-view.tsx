@@ -145,7 +145,7 @@ export function BeforeAfterView({ series, options, rangeSeconds, replaceVariable
         caption={top && topDef ? `${topDef.label} of ${top.row.operation}${protocolPath(top.row) ? ` (${protocolPath(top.row)})` : ''}, after vs before` : ''}
         lines={
           shown.length > 0
-            ? shown.map((c) => ({ text: beforeAfterText(c, units), role: 'change' }))
+            ? shown.map((c) => ({ text: beforeAfterText(c, units), role: 'headline-change' }))
             : [
                 {
                   text: `No change passes ${options.relativeThreshold} % (ratios ${options.ratioThreshold} pp) on the ${enough.length} row${enough.length === 1 ? '' : 's'} with enough calls.`,

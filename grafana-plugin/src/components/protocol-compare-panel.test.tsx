@@ -102,7 +102,7 @@ describe('before/after mode', () => {
 
     // The headline: p99 100 ms → 50 ms on 900 calls a side; ListOrders' +100 % rests on 9 calls.
     expect(container.querySelector('[data-role="headline-figure"]')).toHaveTextContent('\u221250 %');
-    expect(container.querySelector('[data-role="change"]')).toHaveTextContent('p99 \u221250 % for GetOrder (REST → gRPC)');
+    expect(container.querySelector('[data-role="headline-change"]')).toHaveTextContent('p99 \u221250 % for GetOrder (REST → gRPC)');
     expect(container.querySelector('tbody[data-operation="ListOrders"]')).toBeNull();
     const toggle = screen.getByRole('button', { name: '▸ 1 row with too few calls (under 500 on a side)' });
     fireEvent.click(toggle);
