@@ -62,8 +62,9 @@ export function ProtocolsView({ series, options, width, rangeSeconds, replaceVar
   const aside = [
     more > 0 ? `${more} more operation${more === 1 ? '' : 's'} differ${more === 1 ? 's' : ''}: in the table below.` : '',
     headline.unchanged.length > 0 ? `Within the thresholds: ${headline.unchanged.join(', ')}.` : '',
+    // A count, not the list: the pairs are in the table, and a list of them would push it away.
     headline.fewCalls.length > 0
-      ? `Left out, under ${options.minCalls.toLocaleString('en-US')} calls: ${headline.fewCalls.join(', ')}.`
+      ? `${headline.fewCalls.length} operation/protocol pair${headline.fewCalls.length === 1 ? '' : 's'} under ${options.minCalls.toLocaleString('en-US')} calls left out.`
       : '',
   ]
     .filter(Boolean)
