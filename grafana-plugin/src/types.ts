@@ -13,6 +13,9 @@ export type LatencyUnit = 'auto' | 'ms' | 's';
 export type BytesUnit = 'iec' | 'si';
 export type RateUnit = 'per_second' | 'per_minute';
 
+/** Table order: largest significant change first, busiest first, or by name. */
+export type SortBy = 'change' | 'calls' | 'name';
+
 export interface PanelOptions {
   mode: Mode;
   /** Protocol the other columns are compared with (protocols mode). */
@@ -34,4 +37,6 @@ export interface PanelOptions {
   bytesUnit: BytesUnit;
   rateUnit: RateUnit;
   showSparklines: boolean;
+  /** Protocols and before/after: the order of the table's operations. */
+  sortBy: SortBy;
 }

@@ -113,6 +113,51 @@ function relative(value: number, reference: number): { text: string; verdict: st
   return { text, verdict: r === 0 || pct < 10 ? 'same' : r < 0 ? 'better' : 'worse' };
 }
 
+/** The panel's change of a ratio in percentage points, at the default 0.5 pp threshold. */
+function points_(value: number, reference: number): { text: string; verdict: string } {
+  const d = value - reference;
+  const pp = Math.abs(d) * 100;
+  const digits = pp >= 10 ? pp.toFixed(1) : pp.toFixed(2);
+  const text = Number(digits) === 0 ? '0 pp' : `${d < 0 ? MINUS : '+'}${digits} pp`;
+  return { text, verdict: d === 0 || pp < 0.5 ? 'same' : d < 0 ? 'better' : 'worse' };
+}
+
+interface Change {
+  label: string;
+  text: string;
+  /** Thresholds spanned: |relative| / 10 %, |points| / 0.5 pp. */
+  score: number;
+}
+
+const HEADLINE_METRICS = [
+  { refId: 'p50', label: 'p50', ratio: false },
+  { refId: 'p99', label: 'p99', ratio: false },
+  { refId: 'rate', label: 'calls', ratio: false },
+  { refId: 'errors', label: 'errors', ratio: true },
+];
+
+/** The changes past the default thresholds between two series of each metric, largest first. */
+function changesOf(
+  metrics: typeof HEADLINE_METRICS,
+  value: (refId: string) => number | null,
+  reference: (refId: string) => number | null
+): Change[] {
+  const out: Change[] = [];
+  for (const m of metrics) {
+    const v = value(m.refId);
+    const r = reference(m.refId);
+    if (v === null || r === null || (!m.ratio && r === 0)) {
+      continue;
+    }
+    const score = m.ratio ? (Math.abs(v - r) * 100) / 0.5 : Math.abs((v - r) / r) / 0.1;
+    const d = m.ratio ? points_(v, r) : relative(v, r);
+    if (d.verdict !== 'same') {
+      out.push({ label: m.label, text: d.text, score });
+    }
+  }
+  return out.sort((a, b) => b.score - a.score).slice(0, 3);
+}
+
 const VERDICT_COLOR: Record<string, string> = { better: 'success.text', worse: 'error.text', same: 'text.secondary' };
 
 const calls = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -155,6 +200,13 @@ type Harness = { rpcscopeHarness: HarnessApi };
 async function render(spec: RenderSpec): Promise<void> {
   await page.evaluate((s) => (globalThis as unknown as Harness).rpcscopeHarness.render(s), spec);
   await page.waitForSelector('body[data-ready="true"] [data-testid="rpcscope-panel"]');
+}
+
+/** Whether the element shows inside the panel's own box without scrolling it. */
+async function inPanelView(selector: string): Promise<boolean> {
+  const [panel, el] = await Promise.all([page.locator('[data-testid="rpcscope-panel"]').boundingBox(), page.locator(selector).first().boundingBox()]);
+  assert.ok(panel && el, `${selector} is laid out`);
+  return el.y >= panel.y && el.y + el.height <= panel.y + panel.height + 0.5;
 }
 
 async function screenshot(name: string): Promise<void> {
@@ -222,6 +274,7 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
       'relativeThreshold',
       'showSparklines',
       'skewThreshold',
+      'sortBy',
     ]);
   });
 
@@ -277,6 +330,102 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
         await screenshot(`protocols-${theme}`);
       });
 
+      for (const height of [350, 1800]) {
+        it(`protocols at ${height} px: the headline names each operation's largest differences against REST`, async () => {
+          const minCalls = 50;
+          const metrics = HEADLINE_METRICS.map((m) => m.refId);
+          await render({ theme, options: { mode: 'protocols', baseline: 'rest', metrics, minCalls }, queries: protocols, from: start, to: end, width: 1400, height });
+
+          const range = end - start;
+          const value = (operation: string, protocol: string) => (refId: string) =>
+            mean(points(byRefId(protocols, refId), { operation, protocol }));
+          const callsFor = (operation: string, protocol: string) => callsOf(byRefId(protocols, 'rate'), { operation, protocol }, range) ?? 0;
+          const operations = [...new Set(matrixOf(byRefId(protocols, 'rate')).map((x) => x.metric.operation!))];
+          const verdicts: Array<{ sentence: string; score: number; operation: string; top: Change }> = [];
+          for (const operation of operations) {
+            if (callsFor(operation, 'rest') < minCalls) {
+              continue;
+            }
+            let best: { sentence: string; score: number; operation: string; top: Change } | null = null;
+            for (const protocol of PROTOCOL_ORDER.filter((p) => p !== 'rest')) {
+              if (callsFor(operation, protocol) < minCalls) {
+                continue;
+              }
+              const changes = changesOf(HEADLINE_METRICS, value(operation, protocol), value(operation, 'rest'));
+              if (changes.length > 0 && (!best || changes[0]!.score > best.score)) {
+                const list = changes.map((c) => `${c.label} ${c.text}`).join(', ');
+                best = { sentence: `${operation}: ${PROTOCOL_NAMES[protocol]} ${list} vs REST`, score: changes[0]!.score, operation, top: changes[0]! };
+              }
+            }
+            if (best) {
+              verdicts.push(best);
+            }
+          }
+          verdicts.sort((a, b) => b.score - a.score || a.operation.localeCompare(b.operation));
+          assert.ok(verdicts.length > 0, 'some protocol differs from REST past the thresholds');
+          assert.deepEqual(
+            (await page.locator('[data-role="verdict"]').allTextContents()).map((t) => t.trim()),
+            verdicts.slice(0, 3).map((v) => v.sentence)
+          );
+          assert.equal(await text('[data-role="headline-figure"] span'), verdicts[0]!.top.text);
+          // The table follows the headline's order.
+          assert.equal(await page.locator('tbody[data-operation]').first().getAttribute('data-operation'), verdicts[0]!.operation);
+
+          // The answer and the first rows of the table fit the panel; the rest scrolls inside it.
+          assert.ok(await inPanelView('[data-role="headline"]'), 'the headline shows without scrolling');
+          assert.ok(await inPanelView('tbody[data-operation] tr'), 'the first table row shows without scrolling');
+          await screenshot(`protocols-${height}-${theme}`);
+        });
+      }
+
+      it('before/after at 350 px: the headline names the largest changes with enough calls, the rest folded', async () => {
+        const minCalls = 50;
+        const metrics = HEADLINE_METRICS.map((m) => m.refId);
+        await render({ theme, options: { mode: 'beforeAfter', metrics, minCalls }, queries: beforeAfter, from: middle, to: end, width: 1400, height: 350 });
+        const folded = await page.locator('tbody[data-low-calls="true"]').count();
+        assert.equal(folded, 0, 'rows with too few calls start folded');
+        await page.locator('[data-role="few-calls-toggle"]').click();
+        const rows = await page.locator('tbody[data-operation]').evaluateAll((els) =>
+          els.map((el) => ({ operation: el.getAttribute('data-operation') ?? '', before: el.getAttribute('data-protocol-before') ?? '', after: el.getAttribute('data-protocol-after') ?? '' }))
+        );
+        const changed: Array<{ sentence: string; score: number; operation: string }> = [];
+        let few = 0;
+        for (const row of rows) {
+          const nb = row.before ? (callsOf(byRefId(beforeAfter, 'rate_before'), { operation: row.operation, protocol: row.before }, HALF) ?? 0) : 0;
+          const na = row.after ? (callsOf(byRefId(beforeAfter, 'rate'), { operation: row.operation, protocol: row.after }, HALF) ?? 0) : 0;
+          if (nb < minCalls || na < minCalls) {
+            few++;
+            continue;
+          }
+          const changes = changesOf(
+            HEADLINE_METRICS,
+            (refId) => mean(points(byRefId(beforeAfter, refId), { operation: row.operation, protocol: row.after })),
+            (refId) => mean(points(byRefId(beforeAfter, `${refId}_before`), { operation: row.operation, protocol: row.before }))
+          );
+          if (changes.length === 0) {
+            continue;
+          }
+          const path = row.before === row.after ? PROTOCOL_NAMES[row.after]! : `${PROTOCOL_NAMES[row.before]} → ${PROTOCOL_NAMES[row.after]}`;
+          const [first, ...rest] = changes.map((c) => `${c.label} ${c.text}`);
+          changed.push({ sentence: [`${first} for ${row.operation} (${path})`, ...rest].join(', '), score: changes[0]!.score, operation: row.operation });
+        }
+        changed.sort((a, b) => b.score - a.score || a.operation.localeCompare(b.operation));
+        assert.ok(changed.length > 0 && few > 0, `changes with enough calls (${changed.length}) and rows folded away (${few})`);
+        assert.equal(
+          await text('[data-role="few-calls-toggle"]'),
+          `▾ ${few} row${few === 1 ? '' : 's'} with too few calls (under ${minCalls} on a side)`
+        );
+        assert.deepEqual(
+          (await page.locator('[data-role="headline-change"]').allTextContents()).map((t) => t.trim()),
+          changed.slice(0, 3).map((c) => c.sentence)
+        );
+        // Folded again, as a dashboard first shows it.
+        await page.locator('[data-role="few-calls-toggle"]').click();
+        assert.ok(await inPanelView('[data-role="headline"]'), 'the headline shows without scrolling');
+        assert.ok(await inPanelView('tbody[data-operation] tr'), 'the first table row shows without scrolling');
+        await screenshot(`before-after-350-${theme}`);
+      });
+
       it('before/after: changes between two ranges, and a warning where a side has too few calls', async () => {
         const minCalls = 50;
         await render({
@@ -288,6 +437,7 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
           width: 1400,
           height: 1900,
         });
+        await page.locator('[data-role="few-calls-toggle"]').click();
         const rows = await page.locator('tbody[data-operation]').evaluateAll((els) =>
           els.map((el) => ({
             operation: el.getAttribute('data-operation') ?? '',

@@ -1,8 +1,9 @@
 import React from 'react';
-import { render, screen, within } from '@testing-library/react';
-import { createTheme, DataFrame, ThemeContext } from '@grafana/data';
+import { fireEvent, render, screen, within } from '@testing-library/react';
+import { createTheme, DataFrame, ThemeContext, ThresholdsMode } from '@grafana/data';
 import { panelProps } from '../../test-support/panel-props';
 import { promFrames } from '../../test-support/prometheus-frames';
+import { RPC_OVERVIEW_LINK } from '../model/operation-links';
 import { PanelOptions } from '../types';
 import { ProtocolComparePanel } from './protocol-compare-panel';
 
@@ -99,9 +100,79 @@ describe('before/after mode', () => {
     expect(within(getOrder).getByText('\u221250 %')).toHaveAttribute('data-verdict', 'better');
     expect(within(getOrder).queryByRole('alert')).toBeNull();
 
+    // The headline: p99 100 ms → 50 ms on 900 calls a side; ListOrders' +100 % rests on 9 calls.
+    expect(container.querySelector('[data-role="headline-figure"]')).toHaveTextContent('\u221250 %');
+    expect(container.querySelector('[data-role="headline-change"]')).toHaveTextContent('p99 \u221250 % for GetOrder (REST → gRPC)');
+    expect(container.querySelector('tbody[data-operation="ListOrders"]')).toBeNull();
+    const toggle = screen.getByRole('button', { name: '▸ 1 row with too few calls (under 500 on a side)' });
+    fireEvent.click(toggle);
+    expect(toggle).toHaveAttribute('aria-expanded', 'true');
+
     const listOrders = container.querySelector<HTMLElement>('tbody[data-operation="ListOrders"]')!;
     expect(within(listOrders).getByRole('alert')).toHaveTextContent('Too few calls (9 after; need 500): deltas unreliable');
     expect(within(listOrders).getByText('+100 %')).toHaveAttribute('data-verdict', 'worse');
+  });
+});
+
+describe('the headline and Grafana field config', () => {
+  const frames = [
+    ...protocolFrames,
+    ...promFrames('rate', [
+      { labels: op('GetOrder', 'rest'), values: steady(10) },
+      { labels: op('GetOrder', 'grpc'), values: steady(10) },
+    ]),
+  ];
+
+  it('protocols: answers first, with the largest difference as the figure', () => {
+    const { container, theme } = renderPanel(frames, { mode: 'protocols', metrics: ['p99', 'errors', 'rate'] });
+    // 6 points × 15 s × 10/s = 900 calls a side. errors +2 pp spans 4 thresholds of 0.5 pp, p99 −38 % 3.8 of 10 %.
+    expect(container.querySelector('[data-role="verdict"]')).toHaveTextContent('GetOrder: gRPC errors +2.00 pp, p99 \u221238 % vs REST');
+    const figure = container.querySelector<HTMLElement>('[data-role="headline-figure"]')!;
+    expect(figure).toHaveTextContent('+2.00 pp');
+    expect(figure).toHaveStyle({ color: theme.colors.error.text });
+  });
+
+  it('formats with the unit and decimals and colours by the thresholds the field config sets', () => {
+    const withConfig = frames.map((f) =>
+      f.refId === 'p99'
+        ? {
+            ...f,
+            fields: f.fields.map((field) =>
+              field.name === 'Value'
+                ? {
+                    ...field,
+                    config: {
+                      unit: 'ms',
+                      decimals: 1,
+                      thresholds: { mode: ThresholdsMode.Absolute, steps: [{ value: -Infinity, color: 'green' }, { value: 0.08, color: 'red' }] },
+                    },
+                  }
+                : field
+            ),
+          }
+        : f
+    );
+    const { container, theme } = renderPanel(withConfig, { mode: 'protocols', metrics: ['p99'] });
+    // Grafana's ms unit reads the value as milliseconds, as it would in any panel.
+    const rest = cell(container, 'GetOrder', 'rest', 'p99').querySelector('span')!;
+    expect(rest).toHaveTextContent('0.1 ms');
+    expect(rest).toHaveStyle({ color: theme.visualization.getColorByName('red') });
+    expect(cell(container, 'GetOrder', 'grpc', 'p99').querySelector('span')).toHaveStyle({
+      color: theme.visualization.getColorByName('green'),
+    });
+  });
+
+  it('links each operation through the field config data links', () => {
+    const linked = frames.map((f) => ({
+      ...f,
+      fields: f.fields.map((field) =>
+        field.name === 'Value' ? { ...field, config: { links: [RPC_OVERVIEW_LINK] } } : field
+      ),
+    }));
+    const { container } = renderPanel(linked, { mode: 'protocols', metrics: ['p99'] });
+    const link = container.querySelector('tbody[data-operation="GetOrder"] a[data-role="operation-link"]')!;
+    expect(link).toHaveAttribute('href', '/d/rpcscope-rpc-overview/rpcscope-rpc-overview?var-method=GetOrder&${__url_time_range}');
+    expect(link).toHaveAttribute('title', 'RPC overview for GetOrder');
   });
 });
 

@@ -12,7 +12,7 @@ import { PodsView } from './pods-view';
 import { ProtocolsView } from './protocols-view';
 
 export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
-  const { data, width, height, timeZone, timeRange } = props;
+  const { data, width, height, timeZone, timeRange, replaceVariables } = props;
   const styles = useStyles2(getStyles);
   const options = useMemo(() => withDefaults(props.options), [props.options]);
   const series = useMemo(() => readSeries(data.series), [data.series]);
@@ -23,11 +23,11 @@ export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
   if (diagnosis) {
     body = <MissingData diagnosis={diagnosis} />;
   } else if (options.mode === 'beforeAfter') {
-    body = <BeforeAfterView series={series} options={options} rangeSeconds={rangeSeconds} />;
+    body = <BeforeAfterView series={series} options={options} rangeSeconds={rangeSeconds} replaceVariables={replaceVariables} />;
   } else if (options.mode === 'pods') {
     body = <PodsView series={series} options={options} width={width} timeZone={timeZone} />;
   } else {
-    body = <ProtocolsView series={series} options={options} width={width} />;
+    body = <ProtocolsView series={series} options={options} width={width} rangeSeconds={rangeSeconds} replaceVariables={replaceVariables} />;
   }
   return (
     <div className={styles.root} style={{ width, height }} data-testid="rpcscope-panel" data-mode={options.mode}>
@@ -37,7 +37,10 @@ export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
 }
 
 const getStyles = (theme: GrafanaTheme2) => ({
+  // A column: the headline keeps its height, the table below takes the rest and scrolls.
   root: css({
+    display: 'flex',
+    flexDirection: 'column',
     overflow: 'auto',
     color: theme.colors.text.primary,
     fontSize: theme.typography.body.fontSize,

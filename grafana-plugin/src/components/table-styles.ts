@@ -3,6 +3,8 @@ import { GrafanaTheme2 } from '@grafana/data';
 
 /** The matrix look shared by the protocols and before/after tables. */
 export const getTableStyles = (theme: GrafanaTheme2) => ({
+  /** The table scrolls under the headline, inside the panel, its header row kept in view. */
+  scroll: css({ flex: '1 1 auto', minHeight: 0, overflow: 'auto' }),
   caption: css({
     captionSide: 'top',
     textAlign: 'left',

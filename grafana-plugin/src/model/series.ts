@@ -1,4 +1,4 @@
-import { DataFrame, FieldType, Labels } from '@grafana/data';
+import { DataFrame, FieldConfig, FieldType, Labels } from '@grafana/data';
 import { Reducer } from '../types';
 
 /** One labelled series of one query, read straight from a DataFrame field (never copied). */
@@ -8,6 +8,8 @@ export interface Series {
   /** Epoch milliseconds, index-aligned with values; empty when the row had no time column. */
   times: ArrayLike<number>;
   values: ArrayLike<number | null | undefined>;
+  /** The field's config as Grafana hands it over: the panel's field config and overrides applied. */
+  config?: FieldConfig;
 }
 
 export type SeriesByRefId = Map<string, Series[]>;
@@ -54,11 +56,12 @@ export function readSeries(frames: readonly DataFrame[]): SeriesByRefId {
             labels,
             times: time ? [time.values[row] as number] : NO_TIMES,
             values: [field.values[row] as number | null],
+            config: field.config,
           });
         }
         continue;
       }
-      add({ refId, labels: field.labels ?? {}, times: time ? time.values : NO_TIMES, values: field.values });
+      add({ refId, labels: field.labels ?? {}, times: time ? time.values : NO_TIMES, values: field.values, config: field.config });
     }
   }
   return out;

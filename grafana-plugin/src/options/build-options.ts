@@ -1,11 +1,10 @@
 import { PanelOptionsEditorBuilder, SelectableValue } from '@grafana/data';
 import { METRICS } from '../model/metric-catalog';
-import { BytesUnit, LatencyUnit, MetricKey, Mode, PanelOptions, PROTOCOLS, RateUnit, Reducer } from '../types';
+import { BytesUnit, LatencyUnit, MetricKey, Mode, PanelOptions, PROTOCOLS, RateUnit, Reducer, SortBy } from '../types';
+import { protocolLabel } from '../model/protocol-names';
 import { DEFAULT_OPTIONS } from './defaults';
 
-const PROTOCOL_LABELS: Record<string, string> = { grpc: 'gRPC', grpc_web: 'gRPC-Web', connect: 'Connect', rest: 'REST' };
-
-export const protocolLabel = (p: string) => PROTOCOL_LABELS[p] ?? p;
+export { protocolLabel };
 
 const not = (mode: Mode) => (o: PanelOptions) => o.mode !== mode;
 const only = (mode: Mode) => (o: PanelOptions) => o.mode === mode;
@@ -59,6 +58,19 @@ export function buildOptions(builder: PanelOptionsEditorBuilder<PanelOptions>): 
         ],
       },
     })
+    .addRadio<SortBy, { options: Array<{ value: SortBy; label: string; description: string }> }>({
+      path: 'sortBy',
+      name: 'Sort operations by',
+      defaultValue: DEFAULT_OPTIONS.sortBy,
+      settings: {
+        options: [
+          { value: 'change', label: 'Largest change', description: 'The headline order: changes spanning the most thresholds first' },
+          { value: 'calls', label: 'Calls', description: 'Busiest first' },
+          { value: 'name', label: 'Name', description: 'Alphabetical' },
+        ],
+      },
+      showIf: not('pods'),
+    })
     .addBooleanSwitch({
       path: 'showSparklines',
       name: 'Sparklines',
@@ -86,11 +98,11 @@ export function buildOptions(builder: PanelOptionsEditorBuilder<PanelOptions>): 
     .addNumberInput({
       path: 'minCalls',
       name: 'Minimum calls per side',
-      description: 'Fewer calls than this in either range marks the deltas as unreliable',
+      description: 'Fewer calls than this on either side keeps a change out of the headline and marks it unreliable',
       category: ['Thresholds'],
       defaultValue: DEFAULT_OPTIONS.minCalls,
       settings: { min: 0, integer: true },
-      showIf: only('beforeAfter'),
+      showIf: not('pods'),
     })
     .addNumberInput({
       path: 'skewThreshold',

@@ -22,6 +22,7 @@ export const DEFAULT_OPTIONS: PanelOptions = {
   bytesUnit: 'iec',
   rateUnit: 'per_second',
   showSparklines: true,
+  sortBy: 'change',
 };
 
 /** Saved panels may predate an option; anything missing takes its default. */
