@@ -39,6 +39,85 @@ export function bundleIsStale() {
   return inputs > built;
 }
 
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/** Base64 VLQ (the source map v3 "mappings" encoding) of one segment's fields. */
+function vlq(values) {
+  let out = '';
+  for (const v of values) {
+    let n = v < 0 ? (-v << 1) | 1 : v << 1;
+    do {
+      let digit = n & 31;
+      n >>>= 5;
+      if (n > 0) digit |= 32;
+      out += B64[digit];
+    } while (n > 0);
+  }
+  return out;
+}
+
+function unvlq(segment) {
+  const values = [];
+  let n = 0;
+  let shift = 0;
+  for (const ch of segment) {
+    const digit = B64.indexOf(ch);
+    n += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+      continue;
+    }
+    values.push(n & 1 ? -(n >>> 1) : n >>> 1);
+    n = 0;
+    shift = 0;
+  }
+  return values;
+}
+
+/**
+ * Keeps only the mappings into the sidecar's own sources. Node parses the whole
+ * map at start under --enable-source-maps; the dependencies' four fifths of it
+ * cost some 5 MB of resident memory for stack frames nobody reads as TypeScript.
+ */
+function ownMappingsOnly(mapText) {
+  const map = JSON.parse(mapText);
+  const keep = map.sources.map((s) => !s.includes('node_modules/'));
+  const index = [];
+  const sources = [];
+  map.sources.forEach((s, i) => {
+    index[i] = keep[i] ? sources.push(s) - 1 : -1;
+  });
+  // Decoded fields are deltas from the previous segment; re-encode from absolute values.
+  let src = 0, line = 0, col = 0, name = 0;
+  let oSrc = 0, oLine = 0, oCol = 0, oName = 0;
+  const lines = map.mappings.split(';').map((l) => {
+    let genCol = 0, oGenCol = 0;
+    const out = [];
+    for (const seg of l ? l.split(',') : []) {
+      const f = unvlq(seg);
+      genCol += f[0];
+      if (f.length < 4) continue;
+      src += f[1];
+      line += f[2];
+      col += f[3];
+      if (f.length > 4) name += f[4];
+      if (index[src] < 0) continue;
+      const fields = [genCol - oGenCol, index[src] - oSrc, line - oLine, col - oCol];
+      if (f.length > 4) {
+        fields.push(name - oName);
+        oName = name;
+      }
+      out.push(vlq(fields));
+      oGenCol = genCol;
+      oSrc = index[src];
+      oLine = line;
+      oCol = col;
+    }
+    return out.join(',');
+  });
+  return JSON.stringify({ ...map, sources, mappings: lines.join(';') });
+}
+
 export async function buildSidecar() {
   const result = await build({
     entryPoints: [join(root, 'src', 'main.ts')],
@@ -51,8 +130,10 @@ export async function buildSidecar() {
     // The ES module builds of the OpenTelemetry packages, where they ship one.
     mainFields: ['module', 'main'],
     sourcemap: 'linked',
+    minifyWhitespace: true,
+    minifySyntax: true,
     // Sources stay in the map so that stack traces and debuggers show TypeScript lines.
-    sourcesContent: true,
+    sourcesContent: false,
     legalComments: 'eof',
     // CommonJS dependencies (protobufjs, yaml) call require() for Node's own
     // modules; an ES module has no require, so give the bundle one.
@@ -65,7 +146,7 @@ export async function buildSidecar() {
   mkdirSync(dirname(BUNDLE), { recursive: true });
   for (const file of result.outputFiles) {
     const tmp = `${file.path}.${process.pid}.tmp`;
-    writeFileSync(tmp, file.contents);
+    writeFileSync(tmp, file.path.endsWith('.map') ? ownMappingsOnly(file.text) : file.contents);
     renameSync(tmp, file.path);
   }
   return BUNDLE;
