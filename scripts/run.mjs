@@ -2,11 +2,14 @@
 // The README's entry points: `npm run demo` and `npm test`.
 // Each one first installs the workspace from the frozen lockfile with the pinned
 // pnpm (fetched by npx when it is not installed), so that a machine with only
-// Node 20 and npm needs no other step.
+// Node and npm needs no other step, then builds the sidecar from the current
+// sources (bin/rpcscope runs the build). `test` first checks for the programs
+// the suites drive (scripts/preflight.mjs).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { preflight, programEnv, testPath } from './preflight.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PNPM = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).packageManager; // "pnpm@12.4.2"
@@ -35,5 +38,19 @@ if (!(what in scripts)) {
   console.error(`usage: node scripts/run.mjs demo|test (got ${JSON.stringify(what)})`);
   process.exit(2);
 }
+let env = process.env;
+if (what === 'test') {
+  env = { ...env, PATH: testPath(env.PATH) };
+  const checked = preflight(env);
+  if (!checked.ok) {
+    console.error(checked.message);
+    process.exit(1);
+  }
+  // The suites use the very programs the check found.
+  env = { ...env, ...programEnv(checked.programs) };
+}
 if (!process.env.RPCSCOPE_SKIP_INSTALL || !existsSync(join(root, 'node_modules'))) install();
-process.exit(run(process.execPath, ['--import', 'tsx', scripts[what], ...rest]));
+// The install builds it only when it installs something.
+const built = run(process.execPath, [join(root, 'sidecar', 'build.mjs')]);
+if (built !== 0) process.exit(built);
+process.exit(run(process.execPath, ['--import', 'tsx', scripts[what], ...rest], { env }));

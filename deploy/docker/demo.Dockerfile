@@ -2,7 +2,7 @@
 # The demo: the order service (default command) and the traffic generator
 # (src/traffic-cli.ts). Build context: the repository root.
 #   docker build -f deploy/docker/demo.Dockerfile -t rpcscope/demo:0.1.0 .
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src

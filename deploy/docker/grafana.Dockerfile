@@ -2,7 +2,7 @@
 # Grafana with the rpcscope panel plugin built from grafana-plugin/ and
 # installed unsigned (allowed by name in docker-compose.yml). Build context:
 # the repository root.
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 ARG GRAFANA_IMAGE=grafana/grafana:12.4.10
 
 FROM ${NODE_IMAGE} AS plugin

@@ -1,7 +1,8 @@
 // Builds dist/ as Grafana loads a plugin: module.js as an anonymous AMD module whose
 // dependencies are the packages Grafana shares with plugins (React, @grafana/*, …), plus
-// plugin.json, the logo and the README. esbuild stands in for create-plugin's webpack: one
-// entry and no lazy chunks need nothing more, and a build takes a second on a shared machine.
+// plugin.json, the logo, the README and the CHANGELOG. esbuild stands in for create-plugin's
+// webpack: one entry and no lazy chunks need nothing more, and a build takes a second on a
+// shared machine.
 import { build } from 'esbuild';
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -84,5 +85,6 @@ const pluginJson = readFileSync(join(root, 'src', 'plugin.json'), 'utf8')
   .replaceAll('%TODAY%', today);
 writeFileSync(join(dist, 'plugin.json'), pluginJson);
 cpSync(join(root, 'src', 'img'), join(dist, 'img'), { recursive: true });
-copyFileSync(join(root, 'README.md'), join(dist, 'README.md'));
+// Grafana's plugin catalogue shows both from the archive.
+for (const doc of ['README.md', 'CHANGELOG.md']) copyFileSync(join(root, doc), join(dist, doc));
 console.log(`dist/module.js: AMD module importing ${deps.join(', ')}`);

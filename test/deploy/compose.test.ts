@@ -117,6 +117,24 @@ describe('docker-compose.yml', () => {
     }
     const sidecar = readFileSync(join(REPO_ROOT, 'deploy/docker/sidecar.Dockerfile'), 'utf8');
     assert.match(sidecar, /ENTRYPOINT \["\/app\/sidecar\/bin\/rpcscope"\]/);
+  });
+
+  it('builds on a pinned Node 24 image, and the sidecar image carries only the bundle, with a HEALTHCHECK on the admin port', () => {
+    for (const file of ['demo', 'grafana', 'sidecar']) {
+      const text = readFileSync(join(REPO_ROOT, `deploy/docker/${file}.Dockerfile`), 'utf8');
+      assert.match(text, /^ARG NODE_IMAGE=node:24\.\d+\.\d+-bookworm-slim$/m, `${file}.Dockerfile pins a Node 24 release`);
+    }
+    const sidecar = readFileSync(join(REPO_ROOT, 'deploy/docker/sidecar.Dockerfile'), 'utf8');
+    const final = sidecar.split(/^FROM /m).at(-1) ?? '';
+    const copies = [...final.matchAll(/^COPY (.+)$/gm)].map((m) => (m[1] ?? '').replace(/--chown=\S+ /, ''));
+    assert.deepEqual(copies, ['--from=build /src/sidecar/dist dist', 'sidecar/bin/rpcscope bin/rpcscope'], 'the final image holds the bundle and its launcher, nothing else');
+    assert.doesNotMatch(final, /^RUN /m, 'nothing is installed into the final image');
+    const health = /^HEALTHCHECK .*\\\n\s*CMD (\[.*\])$/m.exec(final);
+    assert.ok(health, 'sidecar.Dockerfile has a HEALTHCHECK');
+    const [cmd, flag, script] = JSON.parse(health[1] ?? '[]') as string[];
+    assert.deepEqual([cmd, flag], ['node', '-e'], 'slim has no curl: the check is Node\'s fetch');
+    assert.match(script ?? '', /fetch\('http:\/\/127\.0\.0\.1:15090\/(readyz|healthz)'\)/);
+    assert.match(readFileSync(join(REPO_ROOT, 'sidecar/bin/rpcscope'), 'utf8'), /exec node --enable-source-maps "\$bundle"/);
     assert.ok(statSync(join(REPO_ROOT, 'sidecar/bin/rpcscope')).mode & 0o111, 'sidecar/bin/rpcscope is executable');
   });
 

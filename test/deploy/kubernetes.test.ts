@@ -165,7 +165,7 @@ describe('kubernetes manifests', () => {
         assert.equal(admin, hostPortOf(envValue(c, 'RPCSCOPE_ADMIN') ?? config.admin ?? ''), 'admin port agrees with the config file');
         assert.deepEqual(c.readinessProbe?.httpGet, { path: '/readyz', port: 'rpcscope-admin' });
         assert.deepEqual(c.livenessProbe?.httpGet, { path: '/healthz', port: 'rpcscope-admin' });
-        assert.deepEqual(c.resources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '256Mi' } });
+        assert.deepEqual(c.resources, { requests: { cpu: '100m', memory: '96Mi' }, limits: { memory: '256Mi' } });
         assert.equal(c.securityContext?.runAsNonRoot, true);
         assert.equal(c.securityContext?.readOnlyRootFilesystem, true);
         const annotations = d.spec.template.metadata.annotations ?? {};
@@ -175,6 +175,8 @@ describe('kubernetes manifests', () => {
         const configVolume = d.spec.template.spec.volumes?.find((v) => v.name === 'rpcscope-config');
         assert.equal(configVolume?.configMap?.name, 'rpcscope-config');
         assert.ok(c.volumeMounts?.some((m) => m.name === 'rpcscope-config' && m.mountPath === '/etc/rpcscope'));
+        // The built sidecar writes nothing at run time: no writable /tmp beside the read-only root.
+        assert.deepEqual(c.volumeMounts?.map((m) => m.mountPath), ['/etc/rpcscope']);
         assert.deepEqual(d.spec.selector.matchLabels, { 'app.kubernetes.io/name': d.spec.template.metadata.labels['app.kubernetes.io/name'] });
         for (const other of d.spec.template.spec.containers) assert.doesNotMatch(other.image, /:latest$|^[^:]+$/, `${other.name} image is pinned`);
       }

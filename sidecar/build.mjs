@@ -1,0 +1,161 @@
+#!/usr/bin/env node
+// Builds the sidecar into one ES module, dist/rpcscope.mjs, with its source map:
+// what bin/rpcscope runs and the container image carries. Every dependency is
+// bundled (none loads files of its own at run time: protobufjs only parses the
+// .proto text it is given), so the bundle needs nothing but Node.
+//
+//   node sidecar/build.mjs             build
+//   node sidecar/build.mjs --if-stale  build only when a source is newer than the bundle
+//
+// Plain JavaScript on purpose: it runs during `pnpm install`, before anything
+// could load TypeScript.
+import { build } from 'esbuild';
+import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(fileURLToPath(import.meta.url));
+export const BUNDLE = join(root, 'dist', 'rpcscope.mjs');
+
+/** Newest modification time under dir (ms), for the staleness check. */
+function newest(dir) {
+  let t = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    t = Math.max(t, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return t;
+}
+
+/** True when the bundle is missing or older than a source, the manifest or this script. */
+export function bundleIsStale() {
+  let built;
+  try {
+    built = statSync(BUNDLE).mtimeMs;
+  } catch {
+    return true;
+  }
+  const inputs = Math.max(newest(join(root, 'src')), statSync(join(root, 'package.json')).mtimeMs, statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  return inputs > built;
+}
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/** Base64 VLQ (the source map v3 "mappings" encoding) of one segment's fields. */
+function vlq(values) {
+  let out = '';
+  for (const v of values) {
+    let n = v < 0 ? (-v << 1) | 1 : v << 1;
+    do {
+      let digit = n & 31;
+      n >>>= 5;
+      if (n > 0) digit |= 32;
+      out += B64[digit];
+    } while (n > 0);
+  }
+  return out;
+}
+
+function unvlq(segment) {
+  const values = [];
+  let n = 0;
+  let shift = 0;
+  for (const ch of segment) {
+    const digit = B64.indexOf(ch);
+    n += (digit & 31) << shift;
+    if (digit & 32) {
+      shift += 5;
+      continue;
+    }
+    values.push(n & 1 ? -(n >>> 1) : n >>> 1);
+    n = 0;
+    shift = 0;
+  }
+  return values;
+}
+
+/**
+ * Keeps only the mappings into the sidecar's own sources. Node parses the whole
+ * map at start under --enable-source-maps; the dependencies' four fifths of it
+ * cost some 5 MB of resident memory for stack frames nobody reads as TypeScript.
+ */
+function ownMappingsOnly(mapText) {
+  const map = JSON.parse(mapText);
+  const keep = map.sources.map((s) => !s.includes('node_modules/'));
+  const index = [];
+  const sources = [];
+  map.sources.forEach((s, i) => {
+    index[i] = keep[i] ? sources.push(s) - 1 : -1;
+  });
+  // Decoded fields are deltas from the previous segment; re-encode from absolute values.
+  let src = 0, line = 0, col = 0, name = 0;
+  let oSrc = 0, oLine = 0, oCol = 0, oName = 0;
+  const lines = map.mappings.split(';').map((l) => {
+    let genCol = 0, oGenCol = 0;
+    const out = [];
+    for (const seg of l ? l.split(',') : []) {
+      const f = unvlq(seg);
+      genCol += f[0];
+      if (f.length < 4) continue;
+      src += f[1];
+      line += f[2];
+      col += f[3];
+      if (f.length > 4) name += f[4];
+      if (index[src] < 0) continue;
+      const fields = [genCol - oGenCol, index[src] - oSrc, line - oLine, col - oCol];
+      if (f.length > 4) {
+        fields.push(name - oName);
+        oName = name;
+      }
+      out.push(vlq(fields));
+      oGenCol = genCol;
+      oSrc = index[src];
+      oLine = line;
+      oCol = col;
+    }
+    return out.join(',');
+  });
+  return JSON.stringify({ ...map, sources, mappings: lines.join(';') });
+}
+
+export async function buildSidecar() {
+  const result = await build({
+    entryPoints: [join(root, 'src', 'main.ts')],
+    outfile: BUNDLE,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    // The oldest Node that engines allows; the image runs Node 24.
+    target: 'node20.19',
+    // The ES module builds of the OpenTelemetry packages, where they ship one.
+    mainFields: ['module', 'main'],
+    sourcemap: 'linked',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    // Sources stay in the map so that stack traces and debuggers show TypeScript lines.
+    sourcesContent: false,
+    legalComments: 'eof',
+    // CommonJS dependencies (protobufjs, yaml) call require() for Node's own
+    // modules; an ES module has no require, so give the bundle one.
+    banner: { js: "import { createRequire as __rpcscopeCreateRequire } from 'node:module';\nconst require = __rpcscopeCreateRequire(import.meta.url);" },
+    write: false,
+    logLevel: 'warning',
+  });
+  // Written beside and renamed over, so that a process starting the sidecar
+  // while a build runs never reads half a file.
+  mkdirSync(dirname(BUNDLE), { recursive: true });
+  for (const file of result.outputFiles) {
+    const tmp = `${file.path}.${process.pid}.tmp`;
+    writeFileSync(tmp, file.path.endsWith('.map') ? ownMappingsOnly(file.text) : file.contents);
+    renameSync(tmp, file.path);
+  }
+  return BUNDLE;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  if (!process.argv.includes('--if-stale') || bundleIsStale()) {
+    const t0 = performance.now();
+    await buildSidecar();
+    process.stdout.write(`rpcscope: built ${BUNDLE} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  }
+}
