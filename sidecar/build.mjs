@@ -10,6 +10,7 @@
 // Plain JavaScript on purpose: it runs during `pnpm install`, before anything
 // could load TypeScript.
 import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -118,7 +119,14 @@ function ownMappingsOnly(mapText) {
   return JSON.stringify({ ...map, sources, mappings: lines.join(';') });
 }
 
+/** The checkout's commit, for rpcscope_build_info; none outside a git checkout (an image build). */
+function gitCommit() {
+  const r = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { cwd: root, encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
 export async function buildSidecar() {
+  const commit = gitCommit();
   const result = await build({
     entryPoints: [join(root, 'src', 'main.ts')],
     outfile: BUNDLE,
@@ -138,6 +146,7 @@ export async function buildSidecar() {
     // CommonJS dependencies (protobufjs, yaml) call require() for Node's own
     // modules; an ES module has no require, so give the bundle one.
     banner: { js: "import { createRequire as __rpcscopeCreateRequire } from 'node:module';\nconst require = __rpcscopeCreateRequire(import.meta.url);" },
+    define: commit ? { __RPCSCOPE_COMMIT__: JSON.stringify(commit) } : {},
     write: false,
     logLevel: 'warning',
   });

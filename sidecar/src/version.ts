@@ -4,3 +4,8 @@
 import pkg from '../package.json' with { type: 'json' };
 
 export const VERSION: string = pkg.version;
+
+declare const __RPCSCOPE_COMMIT__: string | undefined;
+
+/** The commit the bundle was built from (sidecar/build.mjs defines it from git); undefined under tsx. */
+export const BUILD_COMMIT: string | undefined = typeof __RPCSCOPE_COMMIT__ === 'string' ? __RPCSCOPE_COMMIT__ : undefined;

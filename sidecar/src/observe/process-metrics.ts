@@ -3,7 +3,7 @@
 // call it carries, so the delay is exported next to the call latencies.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
-import { VERSION } from '../version.ts';
+import { BUILD_COMMIT, VERSION } from '../version.ts';
 import { ValueFamily } from './metric-cells.ts';
 import type { ValueCell } from './metric-cells.ts';
 
@@ -32,11 +32,11 @@ export interface BuildInfo {
 }
 
 /**
- * The commit comes from RPCSCOPE_COMMIT: set in the environment at run time, or
- * replaced at build time (esbuild `--define:process.env.RPCSCOPE_COMMIT='"<sha>"'`).
+ * The commit: RPCSCOPE_COMMIT from the environment at run time (an image built
+ * without its .git sets it), else the one sidecar/build.mjs read from git.
  */
 export function buildInfo(env: Readonly<Record<string, string | undefined>> = process.env): BuildInfo {
-  return { version: VERSION, nodeVersion: process.version, commit: env.RPCSCOPE_COMMIT || 'unknown' };
+  return { version: VERSION, nodeVersion: process.version, commit: env.RPCSCOPE_COMMIT || BUILD_COMMIT || 'unknown' };
 }
 
 export class ProcessMetrics {
