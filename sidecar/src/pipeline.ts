@@ -1,6 +1,7 @@
 // The sidecar assembled, top to bottom: listen -> protocol -> route -> proxy ->
 // observe, the upstreams calls go to (the app, or balanced endpoints), and the
 // admin port. Reading this file tells what runs and in what order.
+import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
@@ -20,6 +21,8 @@ import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
+import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
+import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -74,6 +77,12 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer]);
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId);
   const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId);
+  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
+  const protocols = new UpstreamProtocols(
+    { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
+    (target, version) => probeUpstreamSpeaks(target, version, probe),
+    log,
+  );
 
   const ctx: ProxyContext = {
     config,
@@ -82,6 +91,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     log,
     h2,
     h1,
+    protocols,
     upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,

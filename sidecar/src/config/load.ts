@@ -10,6 +10,9 @@ export interface Config {
   listen: HostPort;
   upstream: UpstreamUrl;
   grpcUpstream: UpstreamUrl | undefined;
+  /** The HTTP version spoken to --upstream (and to --grpc-upstream): learned per endpoint, or fixed. */
+  upstreamProtocol: UpstreamProtocolMode;
+  grpcUpstreamProtocol: UpstreamProtocolMode;
   admin: HostPort;
   mode: 'inbound' | 'outbound';
   tlsCert: string | undefined;
@@ -33,6 +36,8 @@ export interface Config {
   serviceName: string;
   enforceDeadlines: boolean;
 }
+
+export type UpstreamProtocolMode = 'auto' | 'http1' | 'http2';
 
 export type CliResult = { kind: 'run'; config: Config } | { kind: 'help'; text: string };
 
@@ -148,6 +153,8 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     listen: v.get('listen') as HostPort,
     upstream,
     grpcUpstream: v.get('grpc-upstream') as UpstreamUrl | undefined,
+    upstreamProtocol: v.get('upstream-protocol') as UpstreamProtocolMode,
+    grpcUpstreamProtocol: v.get('grpc-upstream-protocol') as UpstreamProtocolMode,
     admin: v.get('admin') as HostPort,
     mode,
     tlsCert,

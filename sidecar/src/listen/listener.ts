@@ -11,8 +11,7 @@ import type { HostPort } from '../config/parse-value.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
-import { forwardH1 } from '../proxy/forward-h1.ts';
-import { forwardH2 } from '../proxy/forward-h2.ts';
+import { forwardRequest, forwardStream } from '../proxy/forward-by-version.ts';
 import { forwardUpgrade } from '../proxy/forward-upgrade.ts';
 import { sniffHttpVersion } from './sniff.ts';
 
@@ -42,7 +41,7 @@ export class ProxyListener {
     // Streams and long polls may last hours: no request timeout of our own.
     this.h1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 });
     // A response asks its client to close the connection while draining, or once the connection is past its age.
-    this.h1.on('request', (req, res) => forwardH1(ctx, this.connectionOf(req.socket), req, res, () => this.draining || (req.socket as Tracked)[AGED] === true));
+    this.h1.on('request', (req, res) => forwardRequest(ctx, this.connectionOf(req.socket), req, res, () => this.draining || (req.socket as Tracked)[AGED] === true));
     this.h1.on('upgrade', (req, socket, head) => forwardUpgrade(ctx, this.connectionOf(req.socket), req, socket, head));
     this.h1.on('clientError', (err: Error & { code?: string }, socket) => {
       ctx.log.debug('bad HTTP/1.1 request', { error: err.code ?? err.message });
@@ -52,7 +51,7 @@ export class ProxyListener {
 
     this.h2 = http2.createServer({ settings: H2_SETTINGS });
     this.h2.on('session', (session) => this.trackSession(session));
-    this.h2.on('stream', (stream, headers) => forwardH2(ctx, this.connectionOf(stream.session?.socket), stream, headers));
+    this.h2.on('stream', (stream, headers) => forwardStream(ctx, this.connectionOf(stream.session?.socket), stream, headers));
 
     const { tlsCert, tlsKey } = ctx.config;
     if (tlsCert && tlsKey) {

@@ -6,6 +6,7 @@ import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
+import type { UpstreamProtocols } from './upstream-protocol.ts';
 
 export interface ProxyContext {
   readonly config: Config;
@@ -14,6 +15,8 @@ export interface ProxyContext {
   readonly log: Logger;
   readonly h2: H2SessionPool;
   readonly h1: H1AgentPool;
+  /** The HTTP version each upstream endpoint speaks. */
+  readonly protocols: UpstreamProtocols;
   readonly upstreams: Upstreams;
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
