@@ -1,5 +1,5 @@
-// An HTTP/1.1 call forwarded over HTTP/1.1 to the upstream: the caller's HTTP
-// version is kept, bodies stream with backpressure, trailers of chunked
+// An HTTP/1.1 call forwarded over HTTP/1.1 to an upstream that speaks it (see
+// forward-by-version.ts): bodies stream with backpressure, trailers of chunked
 // responses pass through, and a connection closed mid-call on either side is
 // closed on the other.
 import http from 'node:http';
