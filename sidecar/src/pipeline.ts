@@ -1,6 +1,7 @@
 // The sidecar assembled, top to bottom: listen -> protocol -> route -> proxy ->
 // observe, the upstreams calls go to (the app, or balanced endpoints), and the
 // admin port. Reading this file tells what runs and in what order.
+import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
@@ -23,6 +24,8 @@ import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
 import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
+import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
+import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -84,6 +87,12 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const connectFailures = new ConnectFailureLog(log);
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
   const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
+  const protocols = new UpstreamProtocols(
+    { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
+    (target, version) => probeUpstreamSpeaks(target, version, probe),
+    log,
+  );
 
   const ctx: ProxyContext = {
     config,
@@ -93,6 +102,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     faults,
     h2,
     h1,
+    protocols,
     upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,

@@ -11,6 +11,9 @@ export interface Config {
   listen: HostPort;
   upstream: UpstreamUrl;
   grpcUpstream: UpstreamUrl | undefined;
+  /** The HTTP version spoken to --upstream (and to --grpc-upstream): learned per endpoint, or fixed. */
+  upstreamProtocol: UpstreamProtocolMode;
+  grpcUpstreamProtocol: UpstreamProtocolMode;
   admin: HostPort;
   mode: 'inbound' | 'outbound';
   tlsCert: string | undefined;
@@ -38,6 +41,8 @@ export interface Config {
   /** The share of calls the access log writes, 0 to 1. */
   accessLogSample: number;
 }
+
+export type UpstreamProtocolMode = 'auto' | 'http1' | 'http2';
 
 /**
  * What the command line asks for: run, only check the settings and the files
@@ -215,6 +220,8 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     listen: v.get('listen') as HostPort,
     upstream,
     grpcUpstream: v.get('grpc-upstream') as UpstreamUrl | undefined,
+    upstreamProtocol: v.get('upstream-protocol') as UpstreamProtocolMode,
+    grpcUpstreamProtocol: v.get('grpc-upstream-protocol') as UpstreamProtocolMode,
     admin: v.get('admin') as HostPort,
     mode,
     tlsCert,

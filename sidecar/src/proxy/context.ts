@@ -7,6 +7,7 @@ import type { Faults } from '../observe/faults.ts';
 import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
+import type { UpstreamProtocols } from './upstream-protocol.ts';
 
 export interface ProxyContext {
   readonly config: Config;
@@ -17,6 +18,8 @@ export interface ProxyContext {
   readonly faults: Faults;
   readonly h2: H2SessionPool;
   readonly h1: H1AgentPool;
+  /** The HTTP version each upstream endpoint speaks. */
+  readonly protocols: UpstreamProtocols;
   readonly upstreams: Upstreams;
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;

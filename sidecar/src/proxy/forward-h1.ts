@@ -1,22 +1,17 @@
-// An HTTP/1.1 call forwarded over HTTP/1.1 to the upstream: the caller's HTTP
-// version is kept, bodies stream with backpressure, trailers of chunked
+// An HTTP/1.1 call forwarded over HTTP/1.1 to an upstream that speaks it (see
+// forward-by-version.ts): bodies stream with backpressure, trailers of chunked
 // responses pass through, and a connection closed mid-call on either side is
 // closed on the other.
 import http from 'node:http';
 import https from 'node:https';
 import { CONNECTION_CLOSED } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect } from '../protocol/detect.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { Call, now } from './call.ts';
+import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
+import type { Inbound } from './inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { localReply, type LocalCode } from './local-reply.ts';
-
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
 
 /** Raw trailer pairs as `res.addTrailers` takes them. */
 function trailerPairs(raw: string[]): [string, string][] {
@@ -34,13 +29,8 @@ function withTraceparent(raw: string[], traceparent: string | undefined): string
   return out;
 }
 
-export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
-  const method = req.method ?? 'GET';
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const contentType = req.headers['content-type'];
-  const detected = detect(method, contentType, headerText(req.headers['connect-protocol-version']), q < 0 ? '' : url.slice(q + 1));
-  const call = new Call(ctx, conn, detected, '1.1', method, q < 0 ? url : url.slice(0, q), req.headers);
+export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
+  const { call, detected, method, path: url, contentType } = inbound;
   const { record, tap, target } = call;
   // No date header of our own: the caller sees the upstream's headers, no more.
   res.sendDate = false;
@@ -133,6 +123,8 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
       return;
     }
     if (!upstreamOpened) record.upstreamUnreachable = true;
+    // Connected, then closed without an answer: perhaps no longer the server it was.
+    else ctx.protocols.forget(target);
     reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
   });
 

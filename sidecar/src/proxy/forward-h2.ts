@@ -3,18 +3,16 @@
 // responses), and resets with their codes in both directions.
 import http2 from 'node:http2';
 import type { CallReset } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect } from '../protocol/detect.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { Call, now } from './call.ts';
+import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
+import type { Inbound } from './inbound.ts';
 import { filterH2Headers } from './hop-by-hop.ts';
 import { localReply, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 
 const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
-const ignore = (): void => {};
 
 // Node's respond() also takes `sendDate`, which its type definitions leave out.
 // Off: the caller sees the upstream's headers, not a date header of our own.
@@ -23,30 +21,14 @@ const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
 const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
 const WITH_BODY: RespondOptions = { sendDate: false };
 
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
+const ignore = (): void => {};
 
 /**
  * `onClientReset` hears of each call its client reset before the response ended:
  * the listener's budget against rapid-reset floods.
  */
-export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
-  // Failures surface as 'close' with rstCode; an unheard 'error' would crash the process.
-  stream.on('error', ignore);
-  const method = headers[':method'] ?? 'GET';
-  const path = headers[':path'] ?? '/';
-  const q = path.indexOf('?');
-  const contentType = headers['content-type'];
-  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
-  const call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
-  // Reset by its client (or cut with its connection) before the proxy could read it:
-  // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
-  // must not be passed on to the app.
-  if (stream.destroyed) {
-    call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-    return onClientReset();
-  }
+export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
+  const { call, detected, method, path, contentType } = inbound;
   const { record, tap, target } = call;
 
   let pooled: PooledSession;
@@ -185,6 +167,8 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
         record.upstreamUnreachable = true;
         return reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${upstreamError?.code ?? upstreamError?.message ?? 'connection failed'}`);
       }
+      // Connected, then failed without an answer: perhaps no longer the server it was.
+      ctx.protocols.forget(target);
       if (upstreamError?.code === 'ERR_HTTP2_GOAWAY_SESSION') {
         // The upstream went away before taking this stream: safe for the client to retry.
         closedBy = { side: 'upstream', code: Http2Error.REFUSED_STREAM };

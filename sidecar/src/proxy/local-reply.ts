@@ -20,9 +20,13 @@ export interface LocalReply {
   body: Buffer | undefined;
 }
 
-/** `grpc-message` is percent-encoded (PROTOCOL-HTTP2.md). */
+/**
+ * `grpc-message` percent-encodes only what is not printable ASCII, and `%`
+ * (PROTOCOL-HTTP2.md, "Status-Message"): clients decode no more than that, so a
+ * `/` or `;` encoded here would reach the caller as `%2F` or `%3B`.
+ */
 function grpcMessage(text: string): string {
-  return encodeURIComponent(text);
+  return text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) => encodeURIComponent(c));
 }
 
 export function localReply(protocol: Protocol, framed: boolean, requestContentType: string | undefined, code: LocalCode, message: string): LocalReply {
