@@ -33,8 +33,12 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
     socket.once('data', (first: Buffer) => {
       socket.pause();
       socket.unshift(first);
-      (first.toString('latin1').startsWith('PRI * HTTP/2.0') ? h2 : h1).emit('connection', socket);
-      socket.resume();
+      // The HTTP/2 session reads what was put back itself; the HTTP/1.1 parser needs the socket flowing.
+      if (first.toString('latin1').startsWith('PRI * HTTP/2.0')) h2.emit('connection', socket);
+      else {
+        h1.emit('connection', socket);
+        socket.resume();
+      }
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
