@@ -20,17 +20,17 @@ import { sniffHttpVersion } from './sniff.ts';
 const CONN = Symbol('rpcscope.downstreamConnection');
 const SESSION = Symbol('rpcscope.session');
 const AGED = Symbol('rpcscope.aged');
-const TIMED_OUT = Symbol('rpcscope.timedOut');
-type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean; [TIMED_OUT]?: boolean };
+/** The connection was answered and is closing: nothing more on it is forwarded. */
+const REFUSED = Symbol('rpcscope.refused');
+type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean; [REFUSED]?: boolean };
 
 const ignore = (): void => {};
 const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
 const SESSION_WINDOW = 16 * 1024 * 1024;
 /** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
 const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
-const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
-/** After its 408, how long a slow client has to read it before its socket is destroyed. */
-const TIMED_OUT_LINGER_MS = 1000;
+/** After its 400, 405, 408 or 431, how long a client has to read it before its socket is destroyed. */
+const REFUSED_LINGER_MS = 1000;
 
 export class ProxyListener {
   private readonly server: net.Server;
@@ -111,13 +111,22 @@ export class ProxyListener {
 
   /** Answers a request the proxy will not forward, and closes its connection. */
   private refuse(socket: Duplex, status: string, headers = ''): void {
+    // llhttp may report more than one error for the bytes that follow the first.
+    if ((socket as Tracked)[REFUSED]) return void socket.destroy();
     this.ctx.faults.connectionTerminated('bad_request');
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\n${headers}connection: close\r\ncontent-length: 0\r\n\r\n`);
-    else socket.destroy();
+    this.answerAndClose(socket, status, headers);
+  }
+
+  private answerAndClose(socket: Duplex, status: string, headers = ''): void {
+    (socket as Tracked)[REFUSED] = true;
+    if (!socket.writable) return void socket.destroy();
+    socket.end(`HTTP/1.1 ${status}\r\n${headers}connection: close\r\ncontent-length: 0\r\n\r\n`);
+    // A client that does not read its answer or close must not keep the socket.
+    setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
   }
 
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if ((req.socket as Tracked)[TIMED_OUT]) {
+    if ((req.socket as Tracked)[REFUSED]) {
       req.socket.destroy();
       return;
     }
@@ -244,11 +253,8 @@ export class ProxyListener {
       this.goaway(session);
       return;
     }
-    if (why === 'request_headers_timeout' && socket.writable) {
-      (socket as Tracked)[TIMED_OUT] = true;
-      socket.end(REQUEST_TIMEOUT);
-      setTimeout(() => socket.destroy(), TIMED_OUT_LINGER_MS).unref();
-    } else socket.destroy();
+    if (why === 'request_headers_timeout') this.answerAndClose(socket, '408 Request Timeout');
+    else socket.destroy();
   }
 
   /**
