@@ -112,7 +112,8 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
-  const adminHandlers = new Map([...observation.adminHandlers, ['/debug/connections', connections.handler]]);
+  // --debug-endpoints false: the admin port says nothing about who is connected.
+  const adminHandlers = new Map([...observation.adminHandlers, ...(config.debugEndpoints ? [['/debug/connections', connections.handler] as const] : [])]);
   const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);

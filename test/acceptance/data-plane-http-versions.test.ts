@@ -147,6 +147,17 @@ describe('rpcscope binary: HTTP versions toward the app', () => {
 
   APP_NAMES.forEach((appName, appIndex) => {
     describe(`to ${appName}`, () => {
+      if (appIndex === 1) {
+        it('the first HTTP/1.1 call teaches each sidecar that the app speaks only HTTP/2: one 503, then every call carried', async () => {
+          const sc = sidecars.get(apps[appIndex]!.name)!;
+          for (const [base, flags] of [[sc.plain.url, ['--http1.1']], [`https://localhost:${sc.tls.port}`, ['--http1.1', '-k']]] as const) {
+            const first = await curl(base, [...flags], '/v1/items/1');
+            assert.equal(first.status, 503, first.body);
+            assert.match(first.body, /does not speak HTTP\/1\.1/);
+            assert.equal((await curl(base, [...flags], '/v1/items/1')).status, 200);
+          }
+        });
+      }
       for (const client of CLIENTS) {
         it(`from ${client.name} clients: every REST case answers as the app does directly`, async () => {
           const app = apps[appIndex]!;

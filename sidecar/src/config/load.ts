@@ -27,6 +27,10 @@ export interface Config {
   resolveIntervalMs: number;
   dnsServer: HostPort | undefined;
   balance: 'round_robin' | 'least_request' | 'ewma' | 'sticky';
+  /** Each of these three: 0 means no limit. */
+  firstByteTimeoutMs: number;
+  requestHeadersTimeoutMs: number;
+  idleTimeoutMs: number;
   /** 0 means connections are never aged out. */
   maxConnectionAgeMs: number;
   maxConnectionAgeGraceMs: number;
@@ -36,6 +40,7 @@ export interface Config {
   protoDir: string | undefined;
   serviceName: string;
   enforceDeadlines: boolean;
+  debugEndpoints: boolean;
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
   accessLog: string;
   /** The share of calls the access log writes, 0 to 1. */
@@ -234,6 +239,9 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     resolveIntervalMs: Math.max(100, v.get('resolve-interval') as number),
     dnsServer: v.get('dns-server') as HostPort | undefined,
     balance: v.get('balance') as Config['balance'],
+    firstByteTimeoutMs: v.get('first-byte-timeout') as number,
+    requestHeadersTimeoutMs: v.get('request-headers-timeout') as number,
+    idleTimeoutMs: v.get('idle-timeout') as number,
     maxConnectionAgeMs: v.get('max-connection-age') as number,
     maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,
@@ -242,6 +250,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     protoDir: v.get('proto') as string | undefined,
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
+    debugEndpoints: v.get('debug-endpoints') as boolean,
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });

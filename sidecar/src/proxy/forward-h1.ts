@@ -122,6 +122,12 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
       res.destroy();
       return;
     }
+    if (err.code?.startsWith('HPE_') && upstreamOpened) {
+      // The answer did not parse as HTTP/1.x: an HTTP/2-only app. This call is
+      // answered UNAVAILABLE (safe to retry), the next ones are translated.
+      ctx.protocols.notHttp1(target);
+      return reply(GrpcCode.UNAVAILABLE, 'the upstream does not speak HTTP/1.1; the next calls go over HTTP/2');
+    }
     if (!upstreamOpened) record.upstreamUnreachable = true;
     // Connected, then closed without an answer: perhaps no longer the server it was.
     else ctx.protocols.forget(target);

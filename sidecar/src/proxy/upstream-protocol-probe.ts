@@ -6,9 +6,13 @@
 //                                                RFC 9113 §3.3): a SETTINGS frame back -> yes
 //                                                (the server's first frame, §3.4); a status
 //                                                line, other bytes or a close -> no
-//   HTTP/1.1  offer http/1.1 only: chosen, or    `OPTIONS *` (RFC 9110 §9.3.7, a request about
-//            no ALPN at all -> yes; the          the server, not a resource): a status line
-//            no_application_protocol alert -> no back -> yes; HTTP/2 frames or a close -> no
+//   HTTP/1.1  offer http/1.1 only: chosen, or    not asked: yes until a call proves otherwise.
+//            no ALPN at all -> yes; the          Only a real request tells a server that speaks
+//            no_application_protocol alert -> no both from one that speaks HTTP/2 alone, and
+//                                                the app would see it; so the first HTTP/1.1
+//                                                call to an HTTP/2-only app fails (its answer
+//                                                does not parse) and the next ones are
+//                                                translated (UpstreamProtocols.notHttp1).
 //
 // A connection that cannot be made answers nothing (undefined): the call then
 // finds the upstream unreachable the usual way, and the question stays open.
@@ -30,7 +34,6 @@ const SETTINGS = 0x4;
 const EMPTY_SETTINGS = Buffer.from([0, 0, 0, SETTINGS, 0, 0, 0, 0, 0]);
 // GOAWAY, last stream 0, NO_ERROR: the probe leaves the way a client that is done does.
 const GOAWAY = Buffer.from([0, 0, 8, 0x7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-const STATUS_LINE = Buffer.from('HTTP/1.', 'latin1');
 
 /** An HTTP/2 server's first bytes: a SETTINGS frame (not an ACK) on stream 0. */
 function isServerPreface(head: Buffer): boolean {
@@ -39,11 +42,8 @@ function isServerPreface(head: Buffer): boolean {
 
 export function probeUpstreamSpeaks(target: UpstreamUrl, version: HttpVersion, opts: ProbeOptions): Promise<boolean | undefined> {
   if (target.tls) return probeAlpn(target, version === '2' ? 'h2' : 'http/1.1', opts);
-  return version === '2' ? probeCleartext(target, opts, Buffer.concat([PREFACE, EMPTY_SETTINGS]), FRAME_HEADER, isServerPreface, GOAWAY) : probeCleartext(target, opts, optionsRequest(target), STATUS_LINE.length, (head) => head.subarray(0, STATUS_LINE.length).equals(STATUS_LINE), undefined);
-}
-
-function optionsRequest(target: UpstreamUrl): Buffer {
-  return Buffer.from(`OPTIONS * HTTP/1.1\r\nHost: ${target.authority}\r\nConnection: close\r\n\r\n`, 'latin1');
+  if (version === '1.1') return Promise.resolve(true);
+  return probeCleartext(target, opts, Buffer.concat([PREFACE, EMPTY_SETTINGS]), FRAME_HEADER, isServerPreface, GOAWAY);
 }
 
 function probeAlpn(target: UpstreamUrl, protocol: 'h2' | 'http/1.1', opts: ProbeOptions): Promise<boolean | undefined> {

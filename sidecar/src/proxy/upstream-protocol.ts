@@ -66,6 +66,15 @@ export class UpstreamProtocols {
     this.known.delete(target.authority);
   }
 
+  /**
+   * An HTTP/1.1 request to the endpoint got an answer that is not HTTP/1.x: an
+   * HTTP/2-only app in cleartext. Its callers' next calls go over HTTP/2.
+   */
+  notHttp1(target: UpstreamUrl): void {
+    this.known.set(target.authority, { '1.1': false, '2': true });
+    this.log.warn('the upstream does not speak HTTP/1.1: HTTP/1.1 callers go over HTTP/2 from now on', { upstream: target.authority });
+  }
+
   /** A gRPC call met an HTTP/1.1-only endpoint: said once per endpoint, not once per call. */
   grpcRefused(target: UpstreamUrl): void {
     if (this.warned.has(target.authority)) return;

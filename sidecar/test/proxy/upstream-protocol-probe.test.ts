@@ -21,7 +21,8 @@ function target(tls: boolean, port: number): UpstreamUrl {
 
 const SERVERS: { name: string; tls: boolean; make: () => Server; h1: boolean; h2: boolean }[] = [
   { name: 'node:http', tls: false, make: () => http.createServer((_q, s) => s.end()), h1: true, h2: false },
-  { name: 'node:http2 (h2c only)', tls: false, make: () => http2.createServer(), h1: false, h2: true },
+  // HTTP/1.1 in cleartext is not asked (the app would see the request): yes until a call says otherwise.
+  { name: 'node:http2 (h2c only)', tls: false, make: () => http2.createServer(), h1: true, h2: true },
   { name: 'node:https', tls: true, make: () => https.createServer({ cert: cert.cert, key }, (_q, s) => s.end()), h1: true, h2: false },
   { name: 'node:http2 over TLS', tls: true, make: () => http2.createSecureServer({ cert: cert.cert, key }), h1: false, h2: true },
   { name: 'node:http2 over TLS with allowHTTP1', tls: true, make: () => http2.createSecureServer({ cert: cert.cert, key, allowHTTP1: true }, (_q, s) => s.end()), h1: true, h2: true },
@@ -42,6 +43,16 @@ describe('asking an upstream what it speaks', () => {
       assert.deepEqual([await probeUpstreamSpeaks(t, '1.1', opts), await probeUpstreamSpeaks(t, '2', opts)], [server.h1, server.h2]);
     });
   }
+
+  it('makes no connection to ask about HTTP/1.1 in cleartext', async () => {
+    let connections = 0;
+    const s = http.createServer((_q, r) => r.end());
+    s.on('connection', () => connections++);
+    started.push(s);
+    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+    assert.equal(await probeUpstreamSpeaks(target(false, (s.address() as AddressInfo).port), '1.1', opts), true);
+    assert.equal(connections, 0);
+  });
 
   it('answers nothing for an endpoint it cannot reach', async () => {
     // Port 1 on loopback: nothing listens there.
