@@ -26,6 +26,7 @@ import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
 import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
+import { createTranslating } from './transcode/hand-off.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -106,6 +107,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,
+    translating: createTranslating(config),
   };
 
   await upstreams.start();

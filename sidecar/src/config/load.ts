@@ -34,6 +34,9 @@ export interface Config {
   routesFile: string | undefined;
   operationsFile: string | undefined;
   protoDir: string | undefined;
+  /** REST calls matching a google.api.http rule are served by the gRPC upstream. */
+  transcode: boolean;
+  jsonNames: 'json' | 'proto';
   serviceName: string;
   enforceDeadlines: boolean;
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
@@ -215,6 +218,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
   if (!['off', 'stdout', 'stderr'].includes(accessLog) && !isDirectory(dirname(accessLog))) {
     throw new ConfigError(`--access-log: invalid value ${JSON.stringify(accessLog)}: expected off, stdout, stderr or a file path in an existing directory`);
   }
+  if (v.get('transcode') && v.get('proto') === undefined) throw new ConfigError('--transcode: needs --proto, the directory of .proto files whose google.api.http rules say what to translate');
   if (v.get('grpc-upstream') && mode === 'outbound') throw new ConfigError('--grpc-upstream: only with --mode inbound (outbound calls go to the endpoints of --upstream)');
   return Object.freeze({
     listen: v.get('listen') as HostPort,
@@ -240,6 +244,8 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,
     protoDir: v.get('proto') as string | undefined,
+    transcode: v.get('transcode') as boolean,
+    jsonNames: v.get('json-names') as Config['jsonNames'],
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
     accessLog,

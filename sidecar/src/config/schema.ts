@@ -47,6 +47,8 @@ export const SETTINGS = [
   { flag: 'routes', kind: { type: 'file' }, help: 'REST route templates: a list (GET /v1/orders/{id}) or an OpenAPI 3 document' },
   { flag: 'operations', kind: { type: 'file' }, help: 'YAML map of logical operations to their REST routes and RPC methods' },
   { flag: 'proto', kind: { type: 'dir' }, help: 'directory of .proto files: stream shapes and google.api.http operations' },
+  { flag: 'transcode', kind: { type: 'bool' }, default: 'false', help: 'serve REST JSON callers from the gRPC upstream through the google.api.http rules of --proto' },
+  { flag: 'json-names', kind: { type: 'enum', values: ['json', 'proto'] }, default: 'json', help: 'transcoded JSON field names: json (lowerCamelCase or json_name) or proto (as in the .proto file)' },
   { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
   { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
