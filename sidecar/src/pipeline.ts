@@ -27,6 +27,7 @@ import { H2SessionPool } from './proxy/h2-session-pool.ts';
 import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
 import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
 import { createTranslating } from './transcode/hand-off.ts';
+import { withTranslationMetrics } from './transcode/metrics-handler.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -115,6 +116,8 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   let draining = false;
   let listening = false;
   const adminHandlers = new Map([...observation.adminHandlers, ['/debug/connections', connections.handler]]);
+  const metricsHandler = adminHandlers.get('/metrics');
+  if (ctx.translating && metricsHandler) adminHandlers.set('/metrics', withTranslationMetrics(metricsHandler, ctx.translating.metrics));
   const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);

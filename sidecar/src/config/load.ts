@@ -37,6 +37,10 @@ export interface Config {
   /** REST calls matching a google.api.http rule are served by the gRPC upstream. */
   transcode: boolean;
   jsonNames: 'json' | 'proto';
+  /** gRPC-Web calls are translated to gRPC toward the upstream. */
+  grpcWebBridge: boolean;
+  /** Origins answered with CORS on the translated paths; empty for none. */
+  corsOrigins: string[];
   serviceName: string;
   enforceDeadlines: boolean;
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
@@ -246,6 +250,8 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     protoDir: v.get('proto') as string | undefined,
     transcode: v.get('transcode') as boolean,
     jsonNames: v.get('json-names') as Config['jsonNames'],
+    grpcWebBridge: v.get('grpc-web-bridge') as boolean,
+    corsOrigins: ((v.get('cors-origin') as string | undefined) ?? '').split(',').map((o) => o.trim()).filter((o) => o !== ''),
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
     accessLog,

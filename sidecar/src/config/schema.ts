@@ -49,6 +49,8 @@ export const SETTINGS = [
   { flag: 'proto', kind: { type: 'dir' }, help: 'directory of .proto files: stream shapes and google.api.http operations' },
   { flag: 'transcode', kind: { type: 'bool' }, default: 'false', help: 'serve REST JSON callers from the gRPC upstream through the google.api.http rules of --proto' },
   { flag: 'json-names', kind: { type: 'enum', values: ['json', 'proto'] }, default: 'json', help: 'transcoded JSON field names: json (lowerCamelCase or json_name) or proto (as in the .proto file)' },
+  { flag: 'grpc-web-bridge', kind: { type: 'bool' }, default: 'false', help: 'translate gRPC-Web calls to gRPC for an upstream that speaks only gRPC' },
+  { flag: 'cors-origin', kind: { type: 'string' }, placeholder: 'ORIGIN,…|*', help: 'browser origins whose CORS preflights are answered for translated calls (gRPC-Web bridge, transcoded REST)' },
   { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
   { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
