@@ -130,6 +130,22 @@ describe('REST transcoded to a grpc-js upstream', () => {
     assert.deepEqual(JSON.parse(ok.body), { name: 'shelves/s3/items/new', displayName: 'h2' });
   });
 
+  it('transcodes a server stream as newline-delimited JSON, and a late error as a last {"error": …} line', async () => {
+    const res = await fetch(`${sc.url}/v1/shelves/s4/items:watch?count=3`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/x-ndjson');
+    assert.deepEqual((await res.text()).trim().split('\n').map((l) => JSON.parse(l)), [{ name: 'shelves/s4/items/0' }, { name: 'shelves/s4/items/1', shelfRank: 1 }, { name: 'shelves/s4/items/2', shelfRank: 2 }]);
+    const failing = await fetch(`${sc.url}/v1/shelves/s4/items:watch?count=3&failAfter=1`);
+    assert.deepEqual((await failing.text()).trim().split('\n').map((l) => JSON.parse(l)), [{ name: 'shelves/s4/items/0' }, { error: { code: 10, message: 'stopped on purpose', details: [] } }]);
+  });
+
+  it('transcodes a server stream as server-sent events when the caller accepts them', async () => {
+    const r = await curl(['-H', 'accept: text/event-stream', `${sc.url}/v1/shelves/s5/items:watch?count=2`]);
+    assert.equal(r.status, 200);
+    assert.match(r.headers, /content-type: text\/event-stream/u);
+    assert.equal(r.body, 'data: {"name":"shelves/s5/items/0"}\n\ndata: {"name":"shelves/s5/items/1","shelfRank":1}\n\n');
+  });
+
   it('leaves a path no rule binds to the REST upstream', async () => {
     const res = await fetch(`${sc.url}/v2/elsewhere`);
     // The REST upstream here is the gRPC server itself, which answers a plain GET with an HTTP error of its own.
