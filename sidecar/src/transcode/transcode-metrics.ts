@@ -1,13 +1,11 @@
-// The metrics of translated and mirrored calls. The caller's protocol stays the
-// `protocol` label of the call metrics (docs/metrics.md); these say which of
-// those calls were translated on the way (`translation`: rest_to_grpc,
-// grpc_web_to_grpc), how long the translating itself took, and how often a
-// shadow upstream answered as the primary did. Cells are bound once per label
+// The metrics of translated calls. The caller's protocol stays the `protocol`
+// label of the call metrics (docs/metrics.md); these say which of those calls
+// were translated on the way (`translation`: rest_to_grpc, grpc_web_to_grpc)
+// and how long the translating itself took. Cells are bound once per label
 // set, as in observe/metric-cells.ts, and rendered on a scrape.
 import { HistogramFamily, ValueFamily, type HistogramCell, type ValueCell } from '../observe/metric-cells.ts';
 
 export type Translation = 'rest_to_grpc' | 'grpc_web_to_grpc';
-export type ShadowResult = 'match' | 'mismatch' | 'error';
 
 // Translating one message is microseconds to a few milliseconds for large ones.
 const TRANSLATE_SECONDS = [0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01];
@@ -15,10 +13,8 @@ const TRANSLATE_SECONDS = [0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025
 export class TranscodeMetrics {
   private readonly calls = new ValueFamily('rpcscope_translated_calls_total', 'Calls translated to gRPC toward the upstream, by the caller protocol, the translation and the operation', 'counter');
   private readonly seconds = new HistogramFamily('rpcscope_translation_seconds', 'Time spent translating messages of a call (request and response, JSON or gRPC-Web to and from gRPC), by translation', TRANSLATE_SECONDS);
-  private readonly shadow = new ValueFamily('rpcscope_shadow_calls_total', 'Calls mirrored to the shadow upstream, by operation and whether its answer matched the primary\'s', 'counter');
   private readonly callCells = new Map<string, ValueCell>();
   private readonly secondCells = new Map<string, HistogramCell>();
-  private readonly shadowCells = new Map<string, ValueCell>();
 
   translated(protocol: string, translation: Translation, operation: string): void {
     const key = `${protocol}\0${translation}\0${operation}`;
@@ -33,14 +29,7 @@ export class TranscodeMetrics {
     c.record(seconds);
   }
 
-  shadowed(operation: string, result: ShadowResult): void {
-    const key = `${operation}\0${result}`;
-    let c = this.shadowCells.get(key);
-    if (!c) this.shadowCells.set(key, (c = this.shadow.cell({ operation, result })));
-    c.value++;
-  }
-
   render(): string {
-    return this.calls.render() + this.seconds.render() + this.shadow.render();
+    return this.calls.render() + this.seconds.render();
   }
 }
