@@ -26,6 +26,7 @@ import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
 import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
+import { createTranslating } from './transcode/hand-off.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -39,6 +40,8 @@ export interface Observation {
   observers: Observer[];
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
+  /** Families served on /metrics after the call metrics (the translation metrics). */
+  addMetrics?(render: () => string): void;
   shutdown(): Promise<void>;
 }
 
@@ -106,7 +109,11 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,
+    translating: createTranslating(config),
   };
+
+  const translating = ctx.translating;
+  if (translating) observation.addMetrics?.(() => translating.metrics.render());
 
   await upstreams.start();
   const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);

@@ -38,6 +38,13 @@ export interface Config {
   routesFile: string | undefined;
   operationsFile: string | undefined;
   protoDir: string | undefined;
+  /** REST calls matching a google.api.http rule are served by the gRPC upstream. */
+  transcode: boolean;
+  jsonNames: 'json' | 'proto';
+  /** gRPC-Web calls are translated to gRPC toward the upstream. */
+  grpcWebBridge: boolean;
+  /** Origins answered with CORS on the translated paths; empty for none. */
+  corsOrigins: string[];
   serviceName: string;
   enforceDeadlines: boolean;
   debugEndpoints: boolean;
@@ -220,6 +227,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
   if (!['off', 'stdout', 'stderr'].includes(accessLog) && !isDirectory(dirname(accessLog))) {
     throw new ConfigError(`--access-log: invalid value ${JSON.stringify(accessLog)}: expected off, stdout, stderr or a file path in an existing directory`);
   }
+  if (v.get('transcode') && v.get('proto') === undefined) throw new ConfigError('--transcode: needs --proto, the directory of .proto files whose google.api.http rules say what to translate');
   if (v.get('grpc-upstream') && mode === 'outbound') throw new ConfigError('--grpc-upstream: only with --mode inbound (outbound calls go to the endpoints of --upstream)');
   return Object.freeze({
     listen: v.get('listen') as HostPort,
@@ -248,6 +256,10 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,
     protoDir: v.get('proto') as string | undefined,
+    transcode: v.get('transcode') as boolean,
+    jsonNames: v.get('json-names') as Config['jsonNames'],
+    grpcWebBridge: v.get('grpc-web-bridge') as boolean,
+    corsOrigins: ((v.get('cors-origin') as string | undefined) ?? '').split(',').map((o) => o.trim()).filter((o) => o !== ''),
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
     debugEndpoints: v.get('debug-endpoints') as boolean,

@@ -67,6 +67,8 @@ export interface MetricsObserver extends Observer {
   handleMetrics(req: IncomingMessage, res: ServerResponse): void;
   /** The exposition text /metrics serves. */
   render(): string;
+  /** Families kept elsewhere (the translation metrics), served in the same exposition after the call metrics. */
+  addFamilies(render: () => string): void;
   /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
   route(call: CallRecord): Route;
   shutdown(): Promise<void>;
@@ -169,6 +171,7 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly internalErrorCells = new Map(FAULT_SITES.map((where) => [where, this.internalErrors.cell({ where })]));
   private readonly terminatedCells = new Map(TERMINATION_REASONS.map((reason) => [reason, this.connectionsTerminated.cell({ reason })]));
   private readonly faults: Faults | undefined;
+  private readonly extraFamilies: (() => string)[] = [];
   private readonly endpointsCell = this.upstreamEndpoints.cell({});
   private readonly skewCell = this.loadSkewRatio.cell({});
   private readonly skew = new LoadSkew();
@@ -440,6 +443,10 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
+  addFamilies(render: () => string): void {
+    this.extraFamilies.push(render);
+  }
+
   render(): string {
     for (const cells of this.upstreamCells.values()) cells.active.value = 0;
     for (const call of this.inFlight) {
@@ -456,6 +463,7 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     let out = this.targetInfo;
     for (const family of this.families) out += family.render();
+    for (const extra of this.extraFamilies) out += extra();
     return out + this.processMetrics.render();
   }
 }

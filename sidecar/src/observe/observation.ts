@@ -28,6 +28,7 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
     observers: [metrics, accessLog.observer],
     tracing,
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
+    addMetrics: (render) => metrics.addFamilies(render),
     shutdown: async () => {
       await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close()]);
     },

@@ -2,6 +2,7 @@
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from '../balancer/upstreams.ts';
+import type { Translating } from '../transcode/hand-off.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Faults } from '../observe/faults.ts';
 import type { Observer } from '../observe/observer.ts';
@@ -24,4 +25,6 @@ export interface ProxyContext {
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
   nextCallId(): number;
+  /** Calls that leave the plain proxy for a translating path (--transcode); undefined when none does. */
+  readonly translating?: Translating;
 }

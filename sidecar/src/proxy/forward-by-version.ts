@@ -75,6 +75,7 @@ export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream:
     arrived.call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
     return onClientReset();
   }
+  if (ctx.translating?.h2(ctx, arrived, stream, headers)) return;
   const callerLeft = (onLeave: () => void): (() => void) => {
     const onClose = (): void => {
       onLeave();
@@ -92,6 +93,7 @@ export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream:
 
 export function forwardRequest(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
   const arrived = inbound(ctx, conn, '1.1', req.method ?? 'GET', req.url ?? '/', req.headers);
+  if (ctx.translating?.h1(ctx, arrived, req, res)) return;
   const callerLeft = (onLeave: () => void): (() => void) => {
     const onClose = (): void => {
       onLeave();
