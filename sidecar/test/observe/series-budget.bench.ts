@@ -6,6 +6,7 @@
 //   node --import tsx sidecar/test/observe/series-budget.bench.ts
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import type { MetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
 import { exposedFamilies } from './exposition-size.ts';
 import { scrape } from './scrape.ts';
 import { workloadCalls } from './series-workload.ts';
@@ -32,4 +33,6 @@ async function measure(level: string, make: () => MetricsObserver): Promise<void
   console.log(`${'total'.padEnd(44)} ${String(series).padStart(7)} ${String(bytes).padStart(10)}  (${(bytes / 1024).toFixed(0)} KiB)`);
 }
 
-await measure('today', () => createMetricsObserver({ maxMethods: 100, env: {} }));
+for (const detail of METRICS_DETAILS) {
+  await measure(`--metrics-detail ${detail}${detail === 'standard' ? ' (default)' : ''}`, () => createMetricsObserver({ maxMethods: 100, env: {}, detail }));
+}
