@@ -114,7 +114,7 @@ const targets = (await (await fetch(`${url}/api/v1/targets?state=active`)).json(
 const errors = new Map<string, number>();
 for (const t of targets.data.activeTargets) if (t.health !== 'up') errors.set(t.lastError || t.health, (errors.get(t.lastError || t.health) ?? 0) + 1);
 const m = await own();
-const pick = (prefix: string): number => [...m].filter(([k]) => k.startsWith(prefix)).reduce((n, [, v]) => n + v, 0);
+const pick = (name: string): number => m.get(name) ?? NaN;
 const ruleDuration = [...m].filter(([k]) => k.startsWith('prometheus_rule_group_last_duration_seconds')).map(([k, v]) => `${/rule_group="[^"]*;([^"]+)"/.exec(k)?.[1] ?? k} ${(v * 1000).toFixed(0)} ms`);
 const figures = {
   pods,
@@ -129,6 +129,7 @@ const figures = {
   scrape_duration_max_ms: Math.round((await query('max(scrape_duration_seconds{job="rpcscope"})')) * 1000),
   samples_per_round: await query('sum(scrape_samples_scraped{job="rpcscope"})'),
   rule_groups: ruleDuration,
+  rule_iterations_missed: [...m].filter(([k]) => k.startsWith('prometheus_rule_group_iterations_missed_total')).reduce((n, [, v]) => n + v, 0),
   scrape_errors: Object.fromEntries(errors),
   all_up_after_s: allUp,
   ran_s: Math.round((Date.now() - started) / 1000),
