@@ -6,6 +6,7 @@ import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } from './parse-value.ts';
 import { SETTINGS, envName, type Flag, type Setting } from './schema.ts';
+import type { MetricsDetail } from '../observe/metrics-detail.ts';
 
 export interface Config {
   listen: HostPort;
@@ -35,6 +36,8 @@ export interface Config {
   maxConnectionAgeMs: number;
   maxConnectionAgeGraceMs: number;
   maxMethods: number;
+  /** How much of the per-method distribution /metrics exports (observe/metrics-detail.ts). */
+  metricsDetail: MetricsDetail;
   routesFile: string | undefined;
   operationsFile: string | undefined;
   protoDir: string | undefined;
@@ -253,6 +256,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     maxConnectionAgeMs: v.get('max-connection-age') as number,
     maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,
+    metricsDetail: v.get('metrics-detail') as MetricsDetail,
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,
     protoDir: v.get('proto') as string | undefined,

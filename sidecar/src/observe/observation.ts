@@ -14,6 +14,7 @@ import { createMetricsObserver } from './metrics-observer.ts';
 export function createObservation(config: Config, files: StartFiles, log: Logger, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[], faults?: Faults): Observation {
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
+    detail: config.metricsDetail,
     routes: files.routes,
     operations: files.operations,
     protos: files.protos,
