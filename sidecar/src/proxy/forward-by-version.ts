@@ -31,12 +31,12 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion, method: string, path: string, headers: http.IncomingHttpHeaders): Inbound {
+function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion, method: string, path: string, headers: http.IncomingHttpHeaders, rawHeaders: readonly string[] | undefined): Inbound {
   const q = path.indexOf('?');
   const contentType = headers['content-type'];
   const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
   const call = new Call(ctx, conn, detected, version, method, q < 0 ? path : path.slice(0, q), headers);
-  return { call, detected, method, path, contentType };
+  return { call, detected, method, path, contentType, rawHeaders };
 }
 
 /**
@@ -62,12 +62,14 @@ function withUpstreamVersion(ctx: ProxyContext, call: Call, callerVersion: HttpV
 
 /**
  * `onClientReset` hears of each call its client reset before the response ended:
- * the listener's budget against rapid-reset floods.
+ * the listener's budget against rapid-reset floods. `rawHeaders` (the 'stream'
+ * event's fourth argument) keeps repeated fields apart; without it they go on
+ * joined, as Node's header object holds them.
  */
-export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
+export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore, rawHeaders?: readonly string[]): void {
   // Failures surface as 'close' with rstCode; an unheard 'error' would crash the process.
   stream.on('error', ignore);
-  const arrived = inbound(ctx, conn, '2', headers[':method'] ?? 'GET', headers[':path'] ?? '/', headers);
+  const arrived = inbound(ctx, conn, '2', headers[':method'] ?? 'GET', headers[':path'] ?? '/', headers, rawHeaders);
   // Reset by its client (or cut with its connection) before the proxy could read it:
   // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
   // must not be passed on to the app.
@@ -91,7 +93,7 @@ export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream:
 }
 
 export function forwardRequest(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
-  const arrived = inbound(ctx, conn, '1.1', req.method ?? 'GET', req.url ?? '/', req.headers);
+  const arrived = inbound(ctx, conn, '1.1', req.method ?? 'GET', req.url ?? '/', req.headers, req.rawHeaders);
   const callerLeft = (onLeave: () => void): (() => void) => {
     const onClose = (): void => {
       onLeave();

@@ -13,14 +13,14 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import type { PooledSession } from './h2-session-pool.ts';
-import { filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
+import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
 import { localReply, type LocalCode } from './local-reply.ts';
 
 /**
  * HTTP/1.1 raw request headers as HTTP/2 fields: Host becomes :authority, names
  * lower-case (RFC 9113 §8.2.1), connection-specific fields gone (§8.2.2), and a
- * repeated field joined the way HTTP/1.1 would read it (cookies with "; ", §8.2.3).
+ * repeated field kept as repeated fields (cookies may be either, §8.2.3).
  */
 function h2RequestHeaders(raw: readonly string[], method: string, path: string, target: UpstreamUrl, traceparent: string | undefined): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = { ':method': method, ':path': path, ':scheme': target.tls ? 'https' : 'http', ':authority': target.authority };
@@ -33,7 +33,9 @@ function h2RequestHeaders(raw: readonly string[], method: string, path: string, 
       continue;
     }
     const seen = out[name];
-    out[name] = seen === undefined ? value : `${String(seen)}${name === 'cookie' ? '; ' : ', '}${value}`;
+    if (seen === undefined) out[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [String(seen), value];
   }
   if (traceparent) out.traceparent = traceparent;
   return out;
@@ -104,22 +106,26 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   let ended = false;
   let trailers: http2.IncomingHttpHeaders | undefined;
   upstream.on('error', (err) => (upstreamError = err));
-  upstream.on('response', (h) => {
+  // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
+  upstream.on('response', (h, _flags, raw?: string[]) => {
     record.upstreamHeadersTime = now();
     if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
     const status = Number(h[':status']);
     tap.responseHeaders(status, h);
     if (res.destroyed) return;
     const out: Record<string, string | string[]> = {};
-    filterH2Headers(h, out);
+    if (raw) fieldsFromRaw(raw, out, true);
+    else filterH2Headers(h, out);
     if (closing()) res.shouldKeepAlive = false;
     res.writeHead(status, out);
     res.flushHeaders();
   });
   upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
   upstream.pipe(res, { end: false });
-  upstream.on('trailers', (t) => {
+  let trailersRaw: string[] | undefined;
+  upstream.on('trailers', (t, _flags, raw?: string[]) => {
     trailers = t;
+    trailersRaw = raw;
     tap.responseTrailers(t);
   });
   upstream.on('end', () => (ended = true));
@@ -132,8 +138,10 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
       record.upstreamEndTime = now();
       if (trailers) {
         const out: Record<string, string | string[]> = {};
-        filterH2Headers(trailers, out);
-        res.addTrailers(out);
+        if (trailersRaw) fieldsFromRaw(trailersRaw, out, true);
+        else filterH2Headers(trailers, out);
+        // As pairs: given an object, addTrailers would write an array as one joined line.
+        res.addTrailers(Object.entries(out).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x): [string, string] => [k, x]) : [[k, v] as [string, string]])));
       }
       res.end();
       return;

@@ -8,7 +8,7 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
-import { filterH2Headers } from './hop-by-hop.ts';
+import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import { localReply, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 
@@ -73,7 +73,9 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
     ':scheme': target.tls ? 'https' : 'http',
     ':authority': headers[':authority'] ?? target.authority,
   };
-  filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
+  // Repeated fields stay repeated: Node's header object has them joined with ", ".
+  if (inbound.rawHeaders) fieldsFromRaw(inbound.rawHeaders, requestHeaders as Record<string, string | string[]>, true);
+  else filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
   if (call.traceparent) requestHeaders.traceparent = call.traceparent;
   const endStream = stream.endAfterHeaders;
   try {
@@ -105,7 +107,8 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
   upstream.on('error', (err) => {
     upstreamError = err;
   });
-  upstream.on('response', (h, flags) => {
+  // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
+  upstream.on('response', (h, flags, raw?: string[]) => {
     record.upstreamHeadersTime = now();
     // A call that waited for its session to connect reached the upstream only then.
     if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
@@ -113,7 +116,8 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
     tap.responseHeaders(status, h);
     if (stream.destroyed) return;
     const out: http2.OutgoingHttpHeaders = { ':status': status };
-    filterH2Headers(h, out as Record<string, string | string[]>);
+    if (raw) fieldsFromRaw(raw, out as Record<string, string | string[]>, true);
+    else filterH2Headers(h, out as Record<string, string | string[]>);
     const trailersOnly = (flags & END_STREAM) !== 0;
     responded = true;
     if (trailersOnly) responseDone = true;
@@ -121,8 +125,10 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
   });
   upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
   upstream.pipe(stream, { end: false });
-  upstream.on('trailers', (t) => {
+  let trailersRaw: string[] | undefined;
+  upstream.on('trailers', (t, _flags, raw?: string[]) => {
     trailers = t;
+    trailersRaw = raw;
     tap.responseTrailers(t);
   });
   let endSeen = false;
@@ -143,7 +149,8 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
   });
   stream.on('wantTrailers', () => {
     const out: http2.OutgoingHttpHeaders = {};
-    if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
+    if (trailersRaw) fieldsFromRaw(trailersRaw, out as Record<string, string | string[]>, true);
+    else if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
     responseDone = true;
     stream.sendTrailers(out);
   });
