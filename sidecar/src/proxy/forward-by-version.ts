@@ -16,8 +16,8 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type HttpVersion } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect } from '../protocol/detect.ts';
-import { Http2Error } from '../protocol/reset-codes.ts';
 import { Call } from './call.ts';
+import { clientResetCode, watchClientReset } from './client-reset.ts';
 import type { ProxyContext } from './context.ts';
 import { forwardH1 } from './forward-h1.ts';
 import { forwardH1ToH2 } from './forward-h1-to-h2.ts';
@@ -74,21 +74,25 @@ export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream:
   // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
   // must not be passed on to the app.
   if (stream.destroyed) {
-    arrived.call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-    return onClientReset();
+    const code = clientResetCode(stream, stream.session, false);
+    arrived.call.end({ side: 'client', code });
+    if (code !== CONNECTION_CLOSED) onClientReset();
+    return;
   }
+  const clientReset = watchClientReset(stream);
   const callerLeft = (onLeave: () => void): (() => void) => {
     const onClose = (): void => {
       onLeave();
-      arrived.call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-      onClientReset();
+      const code = clientReset();
+      arrived.call.end({ side: 'client', code });
+      if (code !== CONNECTION_CLOSED) onClientReset();
     };
     stream.once('close', onClose);
     return () => stream.off('close', onClose);
   };
   withUpstreamVersion(ctx, arrived.call, '2', callerLeft, (version, target) => {
-    if (version === '2' || !target) forwardH2(ctx, arrived, stream, headers, onClientReset);
-    else forwardH2ToH1(ctx, arrived, stream, headers, target, onClientReset);
+    if (version === '2' || !target) forwardH2(ctx, arrived, stream, headers, clientReset, onClientReset);
+    else forwardH2ToH1(ctx, arrived, stream, headers, target, clientReset, onClientReset);
   });
 }
 

@@ -46,7 +46,7 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: UpstreamUrl, onClientReset: () => void): void {
+export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: UpstreamUrl, clientReset: () => number, onClientReset: () => void): void {
   const { call, detected, method, path, contentType } = inbound;
   const { record, tap } = call;
   let responded = false;
@@ -71,8 +71,9 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     if (responseDone) return call.end();
     if (closedBy) return call.end(closedBy);
     sent.req?.destroy();
-    call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-    onClientReset();
+    const code = clientReset();
+    call.end({ side: 'client', code });
+    if (code !== CONNECTION_CLOSED) onClientReset();
   });
 
   if (detected.protocol === 'grpc') {

@@ -2,7 +2,7 @@
 // frame: headers, data with backpressure both ways, trailers (and trailers-only
 // responses), and resets with their codes in both directions.
 import http2 from 'node:http2';
-import type { CallReset } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../observe/call-record.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';
@@ -24,10 +24,11 @@ const WITH_BODY: RespondOptions = { sendDate: false };
 const ignore = (): void => {};
 
 /**
+ * `clientReset` gives the code of the caller's early end (see client-reset.ts);
  * `onClientReset` hears of each call its client reset before the response ended:
  * the listener's budget against rapid-reset floods.
  */
-export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
+export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, clientReset: () => number, onClientReset: () => void = ignore): void {
   const { call, detected, method, path, contentType } = inbound;
   const { record, tap, target } = call;
 
@@ -57,10 +58,10 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
     if (responseDone) return call.end();
     if (closedBy) return call.end(closedBy);
     // The client reset the stream (or its connection died) before the response ended.
-    const code = stream.rstCode ?? Http2Error.CANCEL;
-    if (up && !up.closed && !up.destroyed) up.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
+    const code = clientReset();
+    if (up && !up.closed && !up.destroyed) up.close(code === CONNECTION_CLOSED || code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
     call.end({ side: 'client', code });
-    onClientReset();
+    if (code !== CONNECTION_CLOSED) onClientReset();
   });
 
   if (!target) {
