@@ -9,10 +9,12 @@ import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 
 const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
+/** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
+const PEER_RESET = 'ERR_HTTP2_STREAM_ERROR';
 
 // Node's respond() also takes `sendDate`, which its type definitions leave out.
 // Off: the caller sees the upstream's headers, not a date header of our own.
@@ -55,7 +57,8 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
   };
 
   stream.on('close', () => {
-    if (responseDone) return call.end();
+    // closedBy: a response the proxy ended itself still tells whose fault it was.
+    if (responseDone) return call.end(closedBy);
     if (closedBy) return call.end(closedBy);
     // The client reset the stream (or its connection died) before the response ended.
     const code = clientReset();
@@ -148,9 +151,14 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
     // at 'close', where the reset code (or its absence) is known.
     if (trailers || tap.sawEndFrame()) completeResponse();
   });
+  /** Trailers of the proxy's own, when the upstream's connection broke mid-response. */
+  let lostTrailers: Record<string, string> | undefined;
   stream.on('wantTrailers', () => {
     const out: http2.OutgoingHttpHeaders = {};
-    if (trailersRaw) fieldsFromRaw(trailersRaw, out as Record<string, string | string[]>, true);
+    if (lostTrailers) {
+      tap.responseTrailers(lostTrailers);
+      Object.assign(out, lostTrailers);
+    } else if (trailersRaw) fieldsFromRaw(trailersRaw, out as Record<string, string | string[]>, true);
     else if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
     responseDone = true;
     stream.sendTrailers(out);
@@ -161,6 +169,11 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
     // Already answered or reset for the caller: by the deadline, or by the caller itself.
     if (stream.destroyed || stream.closed || record.deadlineEnforced) return;
     const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
+    // The upstream's connection broke (the app killed, say) rather than it resetting
+    // this stream: Node then gives the stream a code (CANCEL, NO_ERROR) the upstream
+    // never sent, which the caller would read as its own cancellation or a whole body.
+    const lost = !upstreamComplete && pooled.connected && pooled.session.destroyed && upstreamError?.code !== PEER_RESET && code !== Http2Error.REFUSED_STREAM;
+    if (lost) return endUpstreamLost();
     if (code === Http2Error.NO_ERROR && endSeen) completeResponse();
     if (upstreamComplete && responded) {
       // The response is whole; a reset now only stops the request side (RFC 9113 §8.1).
@@ -186,4 +199,26 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
     closedBy = { side: 'upstream', code };
     stream.close(code);
   });
+
+  /**
+   * A response not begun is answered UNAVAILABLE; one begun ends with the
+   * protocol's own UNAVAILABLE ending where the body stopped between frames, else
+   * RST_STREAM(INTERNAL_ERROR). Counted as the upstream's connection closed.
+   */
+  const endUpstreamLost = (): void => {
+    closedBy = { side: 'upstream', code: CONNECTION_CLOSED };
+    if (!responded) {
+      ctx.protocols.forget(target);
+      return reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+    }
+    record.upstreamEndTime = now();
+    const ending = tap.responseAtBoundary() ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, true) : undefined;
+    if (!ending) return stream.close(Http2Error.INTERNAL_ERROR);
+    if (ending.body) {
+      tap.responseData(ending.body);
+      stream.write(ending.body);
+    }
+    lostTrailers = ending.trailers ?? {};
+    stream.end();
+  };
 }

@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
 import { decideCode } from '../../src/observe/call-outcome.ts';
 import { Http2Error } from '../../src/protocol/reset-codes.ts';
-import { startGrpcioServer, type GrpcioServer } from '../support/grpcio-server.ts';
+import { startGrpcioServer, type ServerProcess } from '../support/server-process.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
 const RUNS = 40;
@@ -34,7 +34,7 @@ function streamThen(url: string, cut: (session: http2.ClientHttp2Session, req: h
 }
 
 describe('a caller gone mid-call, to a grpcio server stream', () => {
-  let server: GrpcioServer;
+  let server: ServerProcess;
   let sc: TestSidecar;
 
   before(async () => {

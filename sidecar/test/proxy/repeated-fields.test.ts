@@ -9,7 +9,7 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { startGrpcioServer, type GrpcioServer } from '../support/grpcio-server.ts';
+import { startGrpcioServer, type ServerProcess } from '../support/server-process.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
 const BIN_A = Buffer.from([0x00, 0x01]);
@@ -78,7 +78,7 @@ function pairs(raw: readonly string[], name: string): string[] {
 }
 
 describe('repeated gRPC metadata keys, grpc-js client to a C-core (grpcio) server', () => {
-  let server: GrpcioServer;
+  let server: ServerProcess;
   let sc: TestSidecar;
 
   before(async () => {
