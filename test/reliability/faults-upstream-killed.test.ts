@@ -4,6 +4,7 @@
 // framing of its protocol; /metrics counts it UNAVAILABLE with the upstream's
 // connection closed; and the next call, once the app is back, succeeds.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import http2 from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -150,3 +151,55 @@ describe('an HTTP/2 app killed mid-stream behind the real binary, gRPC-Web and C
     assert.equal(sum(m, 'rpcscope_stream_resets_total', { protocol: 'rest', side: 'upstream', error_code: 'CONNECTION_CLOSED' }), 1);
   });
 });
+
+/** A gRPC-Web stream over HTTP/1.1: the body as received, and whether it ended whole (not cut). */
+function h1FramedStream(url: string, onData: (bytes: number) => void): Promise<{ body: Buffer; complete: boolean }> {
+  return new Promise((resolve) => {
+    const req = http.request(`${url}/test.Echo/Stream`, { method: 'POST', headers: { 'content-type': 'application/grpc-web+proto' }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      res.on('data', (c: Buffer) => {
+        chunks.push(c);
+        bytes += c.length;
+        onData(bytes);
+      });
+      res.on('error', () => {});
+      res.on('close', () => resolve({ body: Buffer.concat(chunks), complete: res.complete }));
+    });
+    req.on('error', () => resolve({ body: Buffer.alloc(0), complete: false }));
+    req.end(Buffer.from([0, 0, 0, 0, 2, 0x67, 0x6f]));
+  });
+}
+
+for (const appVersion of ['1.1', '2'] as const) {
+  describe(`an HTTP/${appVersion} app killed mid-stream behind the real binary, a gRPC-Web caller over HTTP/1.1`, () => {
+    let app: ServerProcess;
+    let sc: SidecarProcess;
+    const appArgs = appVersion === '1.1' ? ['--http1'] : [];
+
+    before(async () => {
+      app = await startStreamForever(appArgs);
+      sc = await startSidecarProcess(['--upstream', app.url, '--upstream-protocol', appVersion === '1.1' ? 'http1' : 'http2', '--log-level', 'info']);
+    });
+    after(async () => {
+      await sc.stop();
+      await app.kill();
+    });
+
+    it('ends the body with a trailer frame carrying grpc-status 14', async () => {
+      const victim = app;
+      const r = await h1FramedStream(sc.url, (bytes) => {
+        if (bytes >= 36) void victim.kill('SIGKILL');
+      });
+      assert.equal(r.complete, true);
+      const text = r.body.toString('latin1');
+      const at = text.lastIndexOf('grpc-status:');
+      assert.ok(at > 0, 'a trailer frame ends the body');
+      assert.equal(r.body[at - 5], 0x80);
+      assert.equal(text.slice(at), 'grpc-status:14\r\ngrpc-message:upstream connection lost\r\n');
+      const m = await metrics(sc);
+      assert.equal(sum(m, 'rpcscope_calls_total', { protocol: 'grpc_web', code: 'UNAVAILABLE' }), 1);
+      assert.equal(sum(m, 'rpcscope_stream_resets_total', { side: 'upstream', error_code: 'CONNECTION_CLOSED' }), 1);
+    });
+  });
+}

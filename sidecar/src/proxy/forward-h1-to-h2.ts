@@ -15,7 +15,7 @@ import type { ProxyContext } from './context.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
+import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
 
 /**
  * HTTP/1.1 raw request headers as HTTP/2 fields: Host becomes :authority, names
@@ -67,7 +67,7 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   };
 
   res.on('close', () => {
-    if (res.writableFinished) return call.end();
+    if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: resetCode });
     if (up && !up.closed && !up.destroyed) up.close(Http2Error.CANCEL);
     call.end({ side: closedBy ?? 'client', code: resetCode });
   });
@@ -105,6 +105,7 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   let upstreamError: (Error & { code?: string }) | undefined;
   let ended = false;
   let trailers: http2.IncomingHttpHeaders | undefined;
+  let responseLength: string | undefined;
   upstream.on('error', (err) => (upstreamError = err));
   // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
   upstream.on('response', (h, _flags, raw?: string[]) => {
@@ -112,6 +113,7 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
     if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
     const status = Number(h[':status']);
     tap.responseHeaders(status, h);
+    responseLength = h['content-length'];
     if (res.destroyed) return;
     const out: Record<string, string | string[]> = {};
     if (raw) fieldsFromRaw(raw, out, true);
@@ -157,9 +159,19 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
       record.reset = { side: 'upstream', code: refused ? Http2Error.REFUSED_STREAM : code };
       return reply(refused ? GrpcCode.UNAVAILABLE : GrpcCode.INTERNAL, `upstream reset the stream: ${upstreamError?.code ?? code}`);
     }
-    // Cut short after the response began: HTTP/1.1 can only close the connection.
     closedBy = 'upstream';
-    resetCode = code;
+    // The upstream's connection broke, rather than it resetting this stream.
+    const lost = pooled.session.destroyed && upstreamError?.code !== 'ERR_HTTP2_STREAM_ERROR';
+    resetCode = lost ? CONNECTION_CLOSED : code;
+    // gRPC-Web and Connect streams stopped between frames end with their own UNAVAILABLE frame.
+    const ending = lost && tap.responseAtBoundary() && responseLength === undefined ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false) : undefined;
+    if (ending?.body) {
+      record.upstreamEndTime = now();
+      tap.responseData(ending.body);
+      res.end(ending.body);
+      return;
+    }
+    // Cut short after the response began: HTTP/1.1 can only close the connection.
     res.destroy();
   });
 }
