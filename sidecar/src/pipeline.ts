@@ -106,6 +106,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,
+    nextConnId,
   };
 
   await upstreams.start();

@@ -24,4 +24,6 @@ export interface ProxyContext {
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
   nextCallId(): number;
+  /** Ids for connections, downstream and upstream alike. */
+  nextConnId(): number;
 }
