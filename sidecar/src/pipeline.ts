@@ -110,6 +110,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     inflight: new Set(),
     nextCallId: () => ++callIds,
     translating: createTranslating(config),
+    nextConnId,
   };
 
   const translating = ctx.translating;

@@ -163,7 +163,7 @@ export class ProxyListener {
     }
   }
 
-  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, rawHeaders?: string[]): void {
     // A CONNECT stream asks for a tunnel (RFC 9113 §8.5; extended CONNECT is not
     // advertised), which a proxy bound to one upstream does not open.
     if (headers[':method'] === 'CONNECT') {
@@ -172,7 +172,7 @@ export class ProxyListener {
       return;
     }
     try {
-      this.forward.h2(this.ctx, conn, stream, headers, onClientReset);
+      this.forward.h2(this.ctx, conn, stream, headers, onClientReset, rawHeaders);
     } catch (err) {
       this.ctx.faults.internalError('forward_h2', err);
       // A gRPC caller reads RST_STREAM INTERNAL_ERROR as status INTERNAL. The reset
@@ -288,7 +288,8 @@ export class ProxyListener {
     const onClientReset = (): void => {
       if (!budget.spend() && !session.destroyed) this.cutFlood(session);
     };
-    session.on('stream', (stream, headers) => this.onStream(conn, onClientReset, stream, headers));
+    // The fourth argument, raw fields (left out of Node's type definitions), keeps repeated fields apart.
+    session.on('stream', (stream, headers, _flags, rawHeaders?: string[]) => this.onStream(conn, onClientReset, stream, headers, rawHeaders));
     session.on('error', (err: Error & { code?: string }) => {
       // Node's HTTP/2 layer gave up on the session (nghttp2's reset limit, bad frames);
       // a socket error is only the client going away.

@@ -27,4 +27,6 @@ export interface ProxyContext {
   nextCallId(): number;
   /** Calls that leave the plain proxy for a translating path (--transcode); undefined when none does. */
   readonly translating?: Translating;
+  /** Ids for connections, downstream and upstream alike. */
+  nextConnId(): number;
 }

@@ -16,8 +16,8 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type HttpVersion } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect } from '../protocol/detect.ts';
-import { Http2Error } from '../protocol/reset-codes.ts';
 import { Call } from './call.ts';
+import { clientResetCode, watchClientReset } from './client-reset.ts';
 import type { ProxyContext } from './context.ts';
 import { forwardH1 } from './forward-h1.ts';
 import { forwardH1ToH2 } from './forward-h1-to-h2.ts';
@@ -31,12 +31,12 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion, method: string, path: string, headers: http.IncomingHttpHeaders): Inbound {
+function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion, method: string, path: string, headers: http.IncomingHttpHeaders, rawHeaders: readonly string[] | undefined): Inbound {
   const q = path.indexOf('?');
   const contentType = headers['content-type'];
   const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
   const call = new Call(ctx, conn, detected, version, method, q < 0 ? path : path.slice(0, q), headers);
-  return { call, detected, method, path, contentType };
+  return { call, detected, method, path, contentType, rawHeaders };
 }
 
 /**
@@ -62,37 +62,43 @@ function withUpstreamVersion(ctx: ProxyContext, call: Call, callerVersion: HttpV
 
 /**
  * `onClientReset` hears of each call its client reset before the response ended:
- * the listener's budget against rapid-reset floods.
+ * the listener's budget against rapid-reset floods. `rawHeaders` (the 'stream'
+ * event's fourth argument) keeps repeated fields apart; without it they go on
+ * joined, as Node's header object holds them.
  */
-export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
+export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore, rawHeaders?: readonly string[]): void {
   // Failures surface as 'close' with rstCode; an unheard 'error' would crash the process.
   stream.on('error', ignore);
-  const arrived = inbound(ctx, conn, '2', headers[':method'] ?? 'GET', headers[':path'] ?? '/', headers);
+  const arrived = inbound(ctx, conn, '2', headers[':method'] ?? 'GET', headers[':path'] ?? '/', headers, rawHeaders);
   // Reset by its client (or cut with its connection) before the proxy could read it:
   // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
   // must not be passed on to the app.
   if (stream.destroyed) {
-    arrived.call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-    return onClientReset();
+    const code = clientResetCode(stream, stream.session, false);
+    arrived.call.end({ side: 'client', code });
+    if (code !== CONNECTION_CLOSED) onClientReset();
+    return;
   }
   if (ctx.translating?.h2(ctx, arrived, stream, headers)) return;
+  const clientReset = watchClientReset(stream);
   const callerLeft = (onLeave: () => void): (() => void) => {
     const onClose = (): void => {
       onLeave();
-      arrived.call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-      onClientReset();
+      const code = clientReset();
+      arrived.call.end({ side: 'client', code });
+      if (code !== CONNECTION_CLOSED) onClientReset();
     };
     stream.once('close', onClose);
     return () => stream.off('close', onClose);
   };
   withUpstreamVersion(ctx, arrived.call, '2', callerLeft, (version, target) => {
-    if (version === '2' || !target) forwardH2(ctx, arrived, stream, headers, onClientReset);
-    else forwardH2ToH1(ctx, arrived, stream, headers, target, onClientReset);
+    if (version === '2' || !target) forwardH2(ctx, arrived, stream, headers, clientReset, onClientReset);
+    else forwardH2ToH1(ctx, arrived, stream, headers, target, clientReset, onClientReset);
   });
 }
 
 export function forwardRequest(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
-  const arrived = inbound(ctx, conn, '1.1', req.method ?? 'GET', req.url ?? '/', req.headers);
+  const arrived = inbound(ctx, conn, '1.1', req.method ?? 'GET', req.url ?? '/', req.headers, req.rawHeaders);
   if (ctx.translating?.h1(ctx, arrived, req, res)) return;
   const callerLeft = (onLeave: () => void): (() => void) => {
     const onClose = (): void => {

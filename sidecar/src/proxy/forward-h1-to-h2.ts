@@ -13,14 +13,14 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import type { PooledSession } from './h2-session-pool.ts';
-import { filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
+import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
+import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
 
 /**
  * HTTP/1.1 raw request headers as HTTP/2 fields: Host becomes :authority, names
  * lower-case (RFC 9113 §8.2.1), connection-specific fields gone (§8.2.2), and a
- * repeated field joined the way HTTP/1.1 would read it (cookies with "; ", §8.2.3).
+ * repeated field kept as repeated fields (cookies may be either, §8.2.3).
  */
 function h2RequestHeaders(raw: readonly string[], method: string, path: string, target: UpstreamUrl, traceparent: string | undefined): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = { ':method': method, ':path': path, ':scheme': target.tls ? 'https' : 'http', ':authority': target.authority };
@@ -33,7 +33,9 @@ function h2RequestHeaders(raw: readonly string[], method: string, path: string, 
       continue;
     }
     const seen = out[name];
-    out[name] = seen === undefined ? value : `${String(seen)}${name === 'cookie' ? '; ' : ', '}${value}`;
+    if (seen === undefined) out[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [String(seen), value];
   }
   if (traceparent) out.traceparent = traceparent;
   return out;
@@ -65,7 +67,7 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   };
 
   res.on('close', () => {
-    if (res.writableFinished) return call.end();
+    if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: resetCode });
     if (up && !up.closed && !up.destroyed) up.close(Http2Error.CANCEL);
     call.end({ side: closedBy ?? 'client', code: resetCode });
   });
@@ -103,23 +105,29 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   let upstreamError: (Error & { code?: string }) | undefined;
   let ended = false;
   let trailers: http2.IncomingHttpHeaders | undefined;
+  let responseLength: string | undefined;
   upstream.on('error', (err) => (upstreamError = err));
-  upstream.on('response', (h) => {
+  // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
+  upstream.on('response', (h, _flags, raw?: string[]) => {
     record.upstreamHeadersTime = now();
     if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
     const status = Number(h[':status']);
     tap.responseHeaders(status, h);
+    responseLength = h['content-length'];
     if (res.destroyed) return;
     const out: Record<string, string | string[]> = {};
-    filterH2Headers(h, out);
+    if (raw) fieldsFromRaw(raw, out, true);
+    else filterH2Headers(h, out);
     if (closing()) res.shouldKeepAlive = false;
     res.writeHead(status, out);
     res.flushHeaders();
   });
   upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
   upstream.pipe(res, { end: false });
-  upstream.on('trailers', (t) => {
+  let trailersRaw: string[] | undefined;
+  upstream.on('trailers', (t, _flags, raw?: string[]) => {
     trailers = t;
+    trailersRaw = raw;
     tap.responseTrailers(t);
   });
   upstream.on('end', () => (ended = true));
@@ -132,8 +140,10 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
       record.upstreamEndTime = now();
       if (trailers) {
         const out: Record<string, string | string[]> = {};
-        filterH2Headers(trailers, out);
-        res.addTrailers(out);
+        if (trailersRaw) fieldsFromRaw(trailersRaw, out, true);
+        else filterH2Headers(trailers, out);
+        // As pairs: given an object, addTrailers would write an array as one joined line.
+        res.addTrailers(Object.entries(out).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x): [string, string] => [k, x]) : [[k, v] as [string, string]])));
       }
       res.end();
       return;
@@ -149,9 +159,19 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
       record.reset = { side: 'upstream', code: refused ? Http2Error.REFUSED_STREAM : code };
       return reply(refused ? GrpcCode.UNAVAILABLE : GrpcCode.INTERNAL, `upstream reset the stream: ${upstreamError?.code ?? code}`);
     }
-    // Cut short after the response began: HTTP/1.1 can only close the connection.
     closedBy = 'upstream';
-    resetCode = code;
+    // The upstream's connection broke, rather than it resetting this stream.
+    const lost = pooled.session.destroyed && upstreamError?.code !== 'ERR_HTTP2_STREAM_ERROR';
+    resetCode = lost ? CONNECTION_CLOSED : code;
+    // gRPC-Web and Connect streams stopped between frames end with their own UNAVAILABLE frame.
+    const ending = lost && tap.responseAtBoundary() && responseLength === undefined ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false) : undefined;
+    if (ending?.body) {
+      record.upstreamEndTime = now();
+      tap.responseData(ending.body);
+      res.end(ending.body);
+      return;
+    }
+    // Cut short after the response began: HTTP/1.1 can only close the connection.
     res.destroy();
   });
 }

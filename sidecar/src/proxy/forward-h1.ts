@@ -11,7 +11,7 @@ import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
+import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
 
 /** Raw trailer pairs as `res.addTrailers` takes them. */
 function trailerPairs(raw: string[]): [string, string][] {
@@ -52,6 +52,7 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
   }
 
   let upstreamOpened = false;
+  let upstreamLength: string | undefined;
 
   const upReq = (target.tls ? https : http).request({
     host: target.host,
@@ -90,6 +91,7 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
+    upstreamLength = upRes.headers['content-length'];
     // Draining, or past --max-connection-age: the client is asked to close the connection.
     if (closing()) res.shouldKeepAlive = false;
     res.writeHead(status, upRes.statusMessage, filterRawHeaders(upRes.rawHeaders));
@@ -108,20 +110,15 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     });
     upRes.on('aborted', () => {
       // The upstream closed its connection mid-response: the caller must not take a
-      // truncated body for a whole one, so its connection is closed too.
-      closedBy ??= 'upstream';
-      res.destroy();
+      // truncated body for a whole one.
+      endUpstreamLost();
     });
     upRes.on('error', () => {});
   });
 
   upReq.on('error', (err: Error & { code?: string }) => {
     if (record.deadlineEnforced) return;
-    if (res.headersSent) {
-      closedBy ??= 'upstream';
-      res.destroy();
-      return;
-    }
+    if (res.headersSent) return endUpstreamLost();
     if (err.code?.startsWith('HPE_') && upstreamOpened) {
       // The answer did not parse as HTTP/1.x: an HTTP/2-only app. This call is
       // answered UNAVAILABLE (safe to retry), the next ones are translated.
@@ -134,8 +131,24 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
   });
 
+  /**
+   * gRPC-Web and Connect streams stopped between frames end with their protocol's
+   * UNAVAILABLE status frame; anything else has its connection closed.
+   */
+  const endUpstreamLost = (): void => {
+    if (closedBy || res.destroyed) return;
+    closedBy = 'upstream';
+    // A body of declared length cannot take a frame more.
+    const open = tap.responseAtBoundary() && !res.writableEnded && upstreamLength === undefined;
+    const ending = open ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false) : undefined;
+    if (!ending?.body) return void res.destroy();
+    record.upstreamEndTime = now();
+    tap.responseData(ending.body);
+    res.end(ending.body);
+  };
+
   res.on('close', () => {
-    if (res.writableFinished) return call.end();
+    if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: CONNECTION_CLOSED });
     upReq.destroy();
     call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
   });

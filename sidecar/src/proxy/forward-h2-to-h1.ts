@@ -15,7 +15,7 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { countUpstreamSocket } from './h1-upstream-socket.ts';
-import { filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
+import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
 import { localReply, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
@@ -26,9 +26,11 @@ const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false }
 const WITH_BODY: RespondOptions = { sendDate: false };
 
 /** HTTP/2 request headers as an HTTP/1.1 header object: Host from :authority, cookies as one line. */
-function h1RequestHeaders(headers: http2.IncomingHttpHeaders, target: UpstreamUrl, traceparent: string | undefined, hasBody: boolean): http.OutgoingHttpHeaders {
+function h1RequestHeaders(headers: http2.IncomingHttpHeaders, rawHeaders: readonly string[] | undefined, target: UpstreamUrl, traceparent: string | undefined, hasBody: boolean): http.OutgoingHttpHeaders {
   const out: Record<string, string | string[]> = {};
-  filterH2Headers(headers, out);
+  // Repeated fields go on as repeated lines: Node's header object has them joined with ", ".
+  if (rawHeaders) fieldsFromRaw(rawHeaders, out, true);
+  else filterH2Headers(headers, out);
   // `te: trailers` is an HTTP/2 (gRPC) matter; over HTTP/1.1 TE is hop-by-hop and needs a Connection token.
   delete out.te;
   delete out.host;
@@ -44,23 +46,7 @@ function headerText(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
-/**
- * HTTP/1.1 raw response headers (or trailers) as HTTP/2 fields: lower-case names
- * (RFC 9113 §8.2.1), repeated fields kept apart, connection-specific ones gone.
- */
-function h2Fields(raw: readonly string[], out: Record<string, string | string[]>): void {
-  const kept = filterRawHeaders(raw);
-  for (let i = 0; i < kept.length; i += 2) {
-    const name = kept[i]!.toLowerCase();
-    const value = kept[i + 1]!;
-    const seen = out[name];
-    if (seen === undefined) out[name] = value;
-    else if (Array.isArray(seen)) seen.push(value);
-    else out[name] = [seen, value];
-  }
-}
-
-export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: UpstreamUrl, onClientReset: () => void): void {
+export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: UpstreamUrl, clientReset: () => number, onClientReset: () => void): void {
   const { call, detected, method, path, contentType } = inbound;
   const { record, tap } = call;
   let responded = false;
@@ -85,8 +71,9 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     if (responseDone) return call.end();
     if (closedBy) return call.end(closedBy);
     sent.req?.destroy();
-    call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-    onClientReset();
+    const code = clientReset();
+    call.end({ side: 'client', code });
+    if (code !== CONNECTION_CLOSED) onClientReset();
   });
 
   if (detected.protocol === 'grpc') {
@@ -99,7 +86,7 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     port: target.port,
     method,
     path,
-    headers: h1RequestHeaders(headers, target, call.traceparent, !stream.endAfterHeaders),
+    headers: h1RequestHeaders(headers, inbound.rawHeaders, target, call.traceparent, !stream.endAfterHeaders),
     agent: ctx.h1.get(target),
     setHost: false,
     ...(target.tls && !net.isIP(target.host) ? { servername: target.host } : {}),
@@ -127,7 +114,7 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     tap.responseHeaders(status, upRes.headers);
     if (stream.destroyed) return upRes.resume();
     const out: Record<string, string | string[]> = {};
-    h2Fields(upRes.rawHeaders, out);
+    fieldsFromRaw(upRes.rawHeaders, out);
     const bodiless = method === 'HEAD' || status === 204 || status === 304;
     try {
       stream.respond({ ':status': status, ...out }, bodiless ? NO_BODY : WITH_TRAILERS);
@@ -149,7 +136,7 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     });
     stream.once('wantTrailers', () => {
       const trailers: Record<string, string | string[]> = {};
-      h2Fields(upRes.rawTrailers, trailers);
+      fieldsFromRaw(upRes.rawTrailers, trailers);
       responseDone = true;
       stream.sendTrailers(trailers);
     });

@@ -10,4 +10,6 @@ export interface Inbound {
   /** The request target as received: path and query. */
   readonly path: string;
   readonly contentType: string | undefined;
+  /** The request's fields as received, [name, value, ...]: repeated ones stay apart. */
+  readonly rawHeaders: readonly string[] | undefined;
 }
