@@ -36,6 +36,8 @@ export interface Config {
   maxConnectionAgeMs: number;
   maxConnectionAgeGraceMs: number;
   maxMethods: number;
+  /** Path prefix of tRPC procedures, without a trailing `/`; '' reads no call as tRPC. */
+  trpcPrefix: string;
   /** How much of the per-method distribution /metrics exports (observe/metrics-detail.ts). */
   metricsDetail: MetricsDetail;
   routesFile: string | undefined;
@@ -256,6 +258,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     maxConnectionAgeMs: v.get('max-connection-age') as number,
     maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,
+    trpcPrefix: trpcPrefix(v.get('trpc-prefix') as string),
     metricsDetail: v.get('metrics-detail') as MetricsDetail,
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,
@@ -270,6 +273,12 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });
+}
+
+function trpcPrefix(value: string): string {
+  const prefix = value.replace(/\/+$/, '');
+  if (prefix !== '' && (!prefix.startsWith('/') || /[?#\s]/.test(prefix))) throw new ConfigError(`--trpc-prefix: ${JSON.stringify(value)} is not a path: give one such as /trpc, or an empty value for none`);
+  return prefix;
 }
 
 function isDirectory(path: string): boolean {

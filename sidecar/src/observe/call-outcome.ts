@@ -1,6 +1,7 @@
 // The final class of a call, decided once at its end from what the record
 // holds: the `code` label and, for a missed deadline, who noticed.
 import type { CallRecord, CallReset } from './call-record.ts';
+import type { TrpcProcedure } from '../protocol/trpc-call.ts';
 import { Http2Error, resetToGrpcCode } from '../protocol/reset-codes.ts';
 import { GrpcCode, connectCodeToGrpcCode, grpcCodeName, restStatusToGrpcCode, rpcHttpStatusToGrpcCode } from '../protocol/status-codes.ts';
 
@@ -54,6 +55,7 @@ function protocolCode(call: CallRecord): number {
       if (!call.framed && call.httpStatus === 200) return GrpcCode.OK;
       return rpcHttpStatusToGrpcCode(call.httpStatus);
     case 'rest':
+    case 'trpc':
       return call.httpStatus === 0 ? GrpcCode.UNKNOWN : restStatusToGrpcCode(call.httpStatus);
   }
 }
@@ -67,6 +69,22 @@ function protocolCode(call: CallRecord): number {
 export function decideCodeNumber(call: CallRecord): number {
   const reset = endingReset(call);
   if (call.deadlineEnforced || deadlinePassed(call) || clientGaveUpAtDeadline(call, reset)) return GrpcCode.DEADLINE_EXCEEDED;
+  if (reset !== undefined) return resetToGrpcCode(reset.code, reset.side);
+  if (call.upstreamUnreachable) return GrpcCode.UNAVAILABLE;
+  return protocolCode(call);
+}
+
+/**
+ * The gRPC code of one procedure of a tRPC call. A procedure whose outcome was
+ * read keeps it, even when the HTTP call was cut later (a streamed batch whose
+ * first answers arrived); one still open when the call ended takes the call's
+ * own ending (deadline, reset, unreachable upstream); one whose body said nothing
+ * readable takes the HTTP status by the REST table.
+ */
+export function procedureCodeNumber(call: CallRecord, p: TrpcProcedure): number {
+  if (p.code !== undefined) return p.code;
+  const reset = endingReset(call);
+  if (call.deadlineEnforced || deadlinePassed(call)) return GrpcCode.DEADLINE_EXCEEDED;
   if (reset !== undefined) return resetToGrpcCode(reset.code, reset.side);
   if (call.upstreamUnreachable) return GrpcCode.UNAVAILABLE;
   return protocolCode(call);

@@ -1,9 +1,10 @@
 // The per-call record: everything the data plane learns about one call, handed
 // to the observer when the call starts and again when it ends. The proxy fills
 // it in as the call goes; nothing here is computed for metrics' sake alone.
+import type { TrpcCall } from '../protocol/trpc-call.ts';
 
 export type Direction = 'inbound' | 'outbound';
-export type Protocol = 'grpc' | 'grpc_web' | 'connect' | 'rest';
+export type Protocol = 'grpc' | 'grpc_web' | 'connect' | 'rest' | 'trpc';
 export type Encoding = 'proto' | 'json' | 'text' | 'other';
 export type HttpVersion = '1.1' | '2';
 /** Who sent a reset (or, on HTTP/1.1, who closed the connection mid-call). */
@@ -84,6 +85,11 @@ export interface CallRecord {
   deadlineEnforced: boolean;
   /** The upstream endpoint the call was sent to, as `ip:port` (empty when none was picked). */
   upstream: string;
+  /**
+   * tRPC: the procedures this one HTTP call carries (several for a batch), each
+   * with its own outcome. The record itself stays the HTTP call.
+   */
+  trpc: TrpcCall | undefined;
 
   /** Opaque slot for the observer: set in callStarted, read back in callEnded. */
   observation: unknown;
@@ -111,6 +117,7 @@ export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | '
     deadline: undefined,
     deadlineEnforced: false,
     upstream: '',
+    trpc: undefined,
     observation: undefined,
   };
 }

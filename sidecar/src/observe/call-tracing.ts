@@ -41,8 +41,9 @@ class OtlpCallTracing implements CallTracing {
   start(call: CallRecord, headers: HeaderBag): string | undefined {
     const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
     const rpc = call.protocol !== 'rest';
-    // Span names stay bounded: the RPC method, or just the HTTP method for REST.
-    const name = rpc ? call.path.slice(1) : call.httpMethod;
+    // Span names stay bounded: the RPC method, or just the HTTP method for REST;
+    // a tRPC batch is named by its first procedure, like the access log's line.
+    const name = call.trpc ? call.trpc.procedures[0]!.path : rpc ? call.path.slice(1) : call.httpMethod;
     const span = this.tracer.startSpan(
       name,
       {

@@ -26,7 +26,7 @@ import {
   PROXY_OVERHEAD_SECONDS,
   STREAM_DURATION_SECONDS,
 } from './buckets.ts';
-import { decideCodeNumber, deadlineDetection, endingReset } from './call-outcome.ts';
+import { decideCodeNumber, deadlineDetection, endingReset, procedureCodeNumber } from './call-outcome.ts';
 import type { DeadlineDetection } from './call-outcome.ts';
 import { callShape } from './call-shape.ts';
 import { DETAIL_LEVELS } from './metrics-detail.ts';
@@ -128,6 +128,8 @@ class CallObservation {
   /** Messages already added to the counters (counted on the fly at each scrape, the rest at the end). */
   requestMessages = 0;
   responseMessages = 0;
+  /** tRPC: the cells of each procedure the call carries, in path order (cells is the first's). */
+  procedures: RouteCells[] | undefined;
   constructor(readonly cells: RouteCells) {}
 }
 
@@ -245,14 +247,67 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   route(call: CallRecord): Route {
+    // A tRPC call is routed by its (first) procedure: the access log's one line per HTTP call.
+    if (call.trpc) return this.router.resolveProcedure(call.trpc.procedures[0]!.path);
     return this.router.resolve(call.protocol, call.httpMethod, call.path);
   }
 
   callStarted(call: CallRecord): void {
+    if (call.trpc) {
+      this.trpcStarted(call);
+      return;
+    }
     const cells = this.cellsFor(call);
     cells.active.value++;
     call.observation = new CallObservation(cells);
     this.inFlight.add(call);
+  }
+
+  /** Each procedure of a tRPC call is in flight, a batch of N counting N. */
+  private trpcStarted(call: CallRecord): CallObservation {
+    const procedures = call.trpc!.procedures.map((p) => this.routeCellsFor(call.direction, this.router.resolveProcedure(p.path)));
+    for (const cells of procedures) cells.active.value++;
+    const obs = new CallObservation(procedures[0]!);
+    obs.procedures = procedures;
+    call.observation = obs;
+    this.inFlight.add(call);
+    return obs;
+  }
+
+  /**
+   * A tRPC call ends as N procedure calls (calls, bytes, latency, each with its
+   * own outcome) carried by one HTTP call (proxy overhead, resets, the upstream
+   * endpoint's counts), as docs/metrics.md "tRPC" sets out.
+   */
+  private trpcEnded(call: CallRecord, obs: CallObservation): void {
+    const trpc = call.trpc!;
+    const procedures = obs.procedures!;
+    const n = procedures.length;
+    const shape = callShape(call, undefined);
+    for (let i = 0; i < n; i++) {
+      const cells = procedures[i]!;
+      const p = trpc.procedures[i]!;
+      if (this.inFlight.has(call)) cells.active.value--;
+      const code = procedureCodeNumber(call, p);
+      const enc = this.encodingCells(cells, call.encoding);
+      (enc.calls.get(code * 1000 + call.httpStatus) ?? this.newCallCell(cells, enc, code, call.httpStatus)).value++;
+      // One body carries every procedure's part: shared out evenly, the remainder to the first.
+      const req = share(call.requestBytes, n, i);
+      const resp = share(call.responseBytes, n, i);
+      enc.requestBytes.value += req;
+      enc.responseBytes.value += resp;
+      enc.requestSizes?.record(req);
+      enc.responseSizes?.record(resp);
+      const seconds = ((p.settledTime ?? call.endTime) - call.startTime) / 1000;
+      if (shape === 'unary') {
+        const slot = this.level.durationByCode ? code : 0;
+        (enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot)).record(seconds);
+      } else {
+        (cells.streams[shape as StreamType] ?? this.newStreamCell(cells, shape as StreamType)).record(seconds);
+      }
+    }
+    this.inFlight.delete(call);
+    this.httpCallEnded(call, obs.cells, decideCodeNumber(call), shape, call.endTime - call.startTime);
   }
 
   callEnded(call: CallRecord): void {
@@ -266,8 +321,9 @@ class MetricsObserverImpl implements MetricsObserver {
       // the same cells (a route, once admitted, stays admitted).
       obs = new CallObservation(this.cellsFor(call));
     }
-    if (this.inFlight.delete(call)) obs.cells.active.value--;
     call.observation = undefined;
+    if (call.trpc) return this.trpcEnded(call, obs.procedures ? obs : this.trpcStarted(call));
+    if (this.inFlight.delete(call)) obs.cells.active.value--;
     const cells = obs.cells;
     const code = decideCodeNumber(call);
     const enc = this.encodingCells(cells, call.encoding);
@@ -290,7 +346,11 @@ class MetricsObserverImpl implements MetricsObserver {
       }
     }
     if (call.framed) this.countMessages(call, obs);
+    this.httpCallEnded(call, cells, code, shape, elapsedMs);
+  }
 
+  /** What belongs to the HTTP call itself: the sidecar's share, resets, deadlines, the upstream endpoint. */
+  private httpCallEnded(call: CallRecord, cells: RouteCells, code: number, shape: MethodShape, elapsedMs: number): void {
     if (call.upstreamStartTime !== undefined && call.upstreamEndTime !== undefined) {
       const upstreamMs = call.upstreamEndTime - call.upstreamStartTime;
       const pc = cells.perProtocol;
@@ -334,12 +394,15 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   private cellsFor(call: CallRecord): RouteCells {
-    const route = this.route(call);
-    const byRoute = this.routeCells[call.direction];
+    return this.routeCellsFor(call.direction, this.route(call));
+  }
+
+  private routeCellsFor(direction: Direction, route: Route): RouteCells {
+    const byRoute = this.routeCells[direction];
     let cells = byRoute.get(route);
     if (cells === undefined) {
-      const active = this.callsActive.cell({ direction: call.direction, protocol: route.protocol, method: route.method });
-      byRoute.set(route, (cells = new RouteCells(call.direction, route, active, this.protocolCellsFor(call.direction, route.protocol))));
+      const active = this.callsActive.cell({ direction, protocol: route.protocol, method: route.method });
+      byRoute.set(route, (cells = new RouteCells(direction, route, active, this.protocolCellsFor(direction, route.protocol))));
     }
     return cells;
   }
@@ -420,7 +483,7 @@ class MetricsObserverImpl implements MetricsObserver {
         (pc.deadlineInvalid ??= this.deadlineInvalid.cell({ direction: call.direction, protocol: call.protocol })).value++;
       }
       // An unparsable header is proxied as if absent, so the call counts as carrying none.
-      if (call.protocol !== 'rest') (cells.withoutDeadline ??= this.withoutDeadline.cell(routeLabels(cells))).value++;
+      if (call.protocol !== 'rest' && call.protocol !== 'trpc') (cells.withoutDeadline ??= this.withoutDeadline.cell(routeLabels(cells))).value++;
     }
     if (code === GrpcCode.DEADLINE_EXCEEDED) {
       const by = deadlineDetection(call);
@@ -498,6 +561,11 @@ class MetricsObserverImpl implements MetricsObserver {
 /** The resource's attributes are fixed at start: rendered once. */
 function renderTargetInfo(resource: Resource): string {
   return targetInfo(resource.attributes);
+}
+
+function share(total: number, n: number, i: number): number {
+  const each = Math.floor(total / n);
+  return i === 0 ? total - each * (n - 1) : each;
 }
 
 function routeLabels(cells: RouteCells): { direction: Direction; protocol: Protocol; method: string } {

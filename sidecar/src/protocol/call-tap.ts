@@ -1,7 +1,8 @@
 // Reads a call's facts off the bytes as they pass, without holding them: body
 // sizes, message counts, and the status from wherever the protocol puts it —
 // trailers, a trailers-only header block, the gRPC-Web trailer frame in the body,
-// the Connect end-stream message or the Connect unary error body.
+// the Connect end-stream message or the Connect unary error body, and each
+// tRPC procedure's result or error.
 import type { CallRecord } from '../observe/call-record.ts';
 import { MessageCounter, connectErrorCode, grpcStatusFromTrailerFrame, parseStatus } from './message-framing.ts';
 
@@ -22,7 +23,7 @@ export class CallTap {
   private errorBody: Buffer[] | undefined;
   private errorBodyBytes = 0;
 
-  constructor(private readonly call: CallRecord, base64: boolean, now: () => number) {
+  constructor(private readonly call: CallRecord, base64: boolean, private readonly now: () => number) {
     if (call.framed) {
       this.requestCounter = MessageCounter.forProtocol(call.protocol, base64);
       this.responseCounter = MessageCounter.forProtocol(call.protocol, base64, () => {
@@ -42,6 +43,7 @@ export class CallTap {
 
   responseHeaders(status: number, headers: Headers): void {
     this.call.httpStatus = status;
+    this.call.trpc?.responseHeaders(first(headers['content-type']), this.now);
     // A trailers-only response (gRPC) or a gRPC-Web error carries the status in the headers.
     const grpcStatus = parseStatus(first(headers['grpc-status']));
     if (grpcStatus !== undefined) this.call.grpcStatus = grpcStatus;
@@ -54,6 +56,7 @@ export class CallTap {
       this.responseCounter.push(chunk);
       this.call.responseMessages = this.responseCounter.messages;
     }
+    this.call.trpc?.responseData(chunk);
     if (this.errorBody && this.errorBodyBytes < MAX_ERROR_BODY) {
       this.errorBody.push(chunk);
       this.errorBodyBytes += chunk.length;
@@ -78,6 +81,7 @@ export class CallTap {
   /** Settle what the bytes said, once the call has ended. */
   finish(): void {
     const call = this.call;
+    call.trpc?.finish();
     const rc = this.responseCounter;
     if (rc) {
       if (rc.endFrame && rc.endFrameKind === 'grpc_web_trailers') {

@@ -1,12 +1,12 @@
 // Which header carries a call's deadline, by protocol: gRPC and gRPC-Web send
-// `grpc-timeout`, Connect sends `connect-timeout-ms`, REST has none.
+// `grpc-timeout`, Connect sends `connect-timeout-ms`, REST and tRPC have none.
 import type { CallDeadline, Protocol } from '../observe/call-record.ts';
 import { parseDeadlineHeader } from './deadline.ts';
 
 type HeaderBag = Record<string, string | string[] | undefined>;
 
 export function readDeadline(protocol: Protocol, headers: HeaderBag): CallDeadline | undefined {
-  if (protocol === 'rest') return undefined;
+  if (protocol === 'rest' || protocol === 'trpc') return undefined;
   const header = protocol === 'connect' ? 'connect-timeout-ms' : 'grpc-timeout';
   const value = headers[header];
   if (value === undefined) return undefined;

@@ -2,6 +2,7 @@
 // first decision of every call, pure and table-driven so that a corpus of real
 // request heads can test it.
 import type { Encoding, Protocol } from '../observe/call-record.ts';
+import { TrpcCall, trpcBatch, trpcProcedures } from './trpc-call.ts';
 
 export interface Detected {
   protocol: Protocol;
@@ -10,6 +11,13 @@ export interface Detected {
   framed: boolean;
   /** gRPC-Web text mode: the framed body is base64 on the wire. */
   base64: boolean;
+  /** tRPC: the procedures the request names, read from its path. */
+  trpc?: TrpcCall;
+}
+
+/** gRPC, gRPC-Web and Connect: calls that want an HTTP/2 upstream (or the gRPC one). */
+export function isGrpcFamily(protocol: Protocol): boolean {
+  return protocol !== 'rest' && protocol !== 'trpc';
 }
 
 interface FramedType {
@@ -52,8 +60,10 @@ const REST: Detected = Object.freeze({ protocol: 'rest', encoding: 'other', fram
  * Classify one request.
  * `query` is the raw query string without `?` (Connect unary GET carries `connect=v1`
  * and `encoding=` there); `connectVersion` is the `connect-protocol-version` header.
+ * A request that is neither gRPC nor Connect and whose `path` (without its query)
+ * lies under `trpcPrefix` is tRPC.
  */
-export function detect(method: string, contentType: string | undefined, connectVersion: string | undefined, query: string): Detected {
+export function detect(method: string, contentType: string | undefined, connectVersion: string | undefined, query: string, path = '', trpcPrefix = ''): Detected {
   const media = mediaType(contentType);
   const plus = media.indexOf('+');
   const framed = FRAMED_TYPES.get(plus < 0 ? media : media.slice(0, plus));
@@ -69,6 +79,12 @@ export function detect(method: string, contentType: string | undefined, connectV
   if (method === 'GET' && hasQueryParam(query, 'connect', 'v1')) {
     const enc = queryParam(query, 'encoding');
     return { protocol: 'connect', encoding: enc === 'json' ? 'json' : enc === 'proto' ? 'proto' : 'other', framed: false, base64: false };
+  }
+  const procedures = trpcProcedures(path, trpcPrefix);
+  if (procedures !== undefined) {
+    // tRPC bodies are JSON (superjson and the like are JSON too); a mutation may send FormData or bytes.
+    const enc = media === '' ? 'json' : bodyEncoding(media);
+    return { protocol: 'trpc', encoding: enc === 'other' && media !== '' ? 'other' : 'json', framed: false, base64: false, trpc: new TrpcCall(procedures, trpcBatch(query)) };
   }
   if (media === '') return REST;
   const enc = bodyEncoding(media);

@@ -6,7 +6,7 @@ import { newCallRecord, type CallRecord, type CallReset, type HttpVersion } from
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';
-import type { Detected } from '../protocol/detect.ts';
+import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import type { ProxyContext } from './context.ts';
 
 export const now = (): number => performance.now();
@@ -44,9 +44,10 @@ export class Call {
       startTime: now(),
     });
     record.deadline = readDeadline(detected.protocol, headers);
+    record.trpc = detected.trpc;
     this.record = record;
     this.tap = new CallTap(record, detected.base64, now);
-    this.target = ctx.upstreams.pick(record, conn.id, detected.protocol !== 'rest');
+    this.target = ctx.upstreams.pick(record, conn.id, isGrpcFamily(detected.protocol));
     // Whatever may throw comes before the call is registered: a call that failed to
     // start must not stay in flight, holding a drain open.
     this.traceparent = ctx.tracing.start(record, headers);

@@ -15,7 +15,7 @@ import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type HttpVersion } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect } from '../protocol/detect.ts';
+import { detect, isGrpcFamily } from '../protocol/detect.ts';
 import { Call } from './call.ts';
 import { clientResetCode, watchClientReset } from './client-reset.ts';
 import type { ProxyContext } from './context.ts';
@@ -34,8 +34,9 @@ function headerText(v: string | string[] | undefined): string | undefined {
 function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion, method: string, path: string, headers: http.IncomingHttpHeaders, rawHeaders: readonly string[] | undefined): Inbound {
   const q = path.indexOf('?');
   const contentType = headers['content-type'];
-  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
-  const call = new Call(ctx, conn, detected, version, method, q < 0 ? path : path.slice(0, q), headers);
+  const bare = q < 0 ? path : path.slice(0, q);
+  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, ctx.config.trpcPrefix);
+  const call = new Call(ctx, conn, detected, version, method, bare, headers);
   return { call, detected, method, path, contentType, rawHeaders };
 }
 
@@ -48,7 +49,7 @@ function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion
 function withUpstreamVersion(ctx: ProxyContext, call: Call, callerVersion: HttpVersion, callerLeft: (onLeave: () => void) => () => void, go: (version: HttpVersion, target: UpstreamUrl | undefined) => void): void {
   const target = call.target;
   if (!target) return go(callerVersion, undefined);
-  const grpcFamily = call.record.protocol !== 'rest';
+  const grpcFamily = isGrpcFamily(call.record.protocol);
   const known = ctx.protocols.versionFor(target, grpcFamily, callerVersion);
   if (known) return go(known, target);
   let left = false;

@@ -52,6 +52,7 @@ export function localReply(protocol: Protocol, framed: boolean, requestContentTy
       return { status: CONNECT_HTTP_STATUS[code], headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(error)) };
     }
     case 'rest':
+    case 'trpc':
       return { status: REST_STATUS[code], headers: { 'content-type': 'text/plain; charset=utf-8' }, body: Buffer.from(`rpcscope: ${message}\n`) };
   }
 }
@@ -88,6 +89,7 @@ export function upstreamLostEnding(protocol: Protocol, framed: boolean, base64: 
     case 'connect':
       return framed ? { body: localReply('connect', true, undefined, GrpcCode.UNAVAILABLE, UPSTREAM_LOST).body! } : undefined;
     case 'rest':
+    case 'trpc':
       return undefined;
   }
 }

@@ -7,6 +7,7 @@
 //     GetOrder:                            # the `operation` label
 //       - GET /v1/orders/{id}              # a REST route: HTTP method, space, template
 //       - order.v1.OrderService/GetOrder   # an RPC method: gRPC, gRPC-Web and Connect alike
+//       - trpc order.getOrder              # a tRPC procedure: `trpc`, space, its path
 //     ListOrders: GET /v1/orders           # a single entry needs no list
 //
 // A REST entry matches the route whatever its parameters are called: `{id}` here
@@ -53,8 +54,10 @@ export class OperationMap {
 /** The `method` label an operations-file entry stands for; throws when it is neither form. */
 function entryMethod(entry: string): string {
   if (isRpcMethod(entry)) return entry;
+  const trpc = /^trpc\s+(\S+)$/.exec(entry.trim());
+  if (trpc) return trpc[1]!;
   if (/^\S+\s+\//.test(entry.trim())) return restMethodLabel(parseRoute(entry));
-  throw new Error(`"${entry}" is neither a REST route ("GET /v1/orders/{id}") nor an RPC method ("order.v1.OrderService/GetOrder")`);
+  throw new Error(`"${entry}" is neither a REST route ("GET /v1/orders/{id}") nor an RPC method ("order.v1.OrderService/GetOrder") nor a tRPC procedure ("trpc order.getOrder")`);
 }
 
 export function parseOperations(doc: unknown, file: string): OperationMap {

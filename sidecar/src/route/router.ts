@@ -10,6 +10,9 @@ import { rpcMethodFromPath } from './rpc-method.ts';
 import { HTTP_METHODS, RouteTable } from './route-template.ts';
 import type { RestRoute } from './route-template.ts';
 
+/** A tRPC procedure path: identifiers joined by dots (routers nest), as tRPC names them. */
+const TRPC_PROCEDURE = /^[A-Za-z_$][\w$-]{0,99}(?:\.[A-Za-z_$][\w$-]{0,99}){0,15}$/;
+
 export interface Route {
   readonly protocol: Protocol;
   readonly method: string;
@@ -53,11 +56,24 @@ export class Router {
       known: new Map(),
       other: { protocol, method: OTHER, operation: OTHER, shape: undefined },
     });
-    this.byProtocol = { grpc: space('grpc'), grpc_web: space('grpc_web'), connect: space('connect'), rest: space('rest') };
+    this.byProtocol = { grpc: space('grpc'), grpc_web: space('grpc_web'), connect: space('connect'), rest: space('rest'), trpc: space('trpc') };
   }
 
+  /** tRPC calls are routed by procedure (resolveProcedure): their path may name several. */
   resolve(protocol: Protocol, httpMethod: string, path: string): Route {
+    if (protocol === 'trpc') return this.byProtocol.trpc.other;
     return protocol === 'rest' ? this.resolveRest(httpMethod, path) : this.resolveRpc(protocol, path);
+  }
+
+  /** One tRPC procedure (`user.getUser`): its `method` label is its path. */
+  resolveProcedure(procedure: string): Route {
+    const space = this.byProtocol.trpc;
+    const known = space.known.get(procedure);
+    if (known !== undefined) return known;
+    if (!TRPC_PROCEDURE.test(procedure) || space.guard.admit(procedure) === OTHER) return space.other;
+    const route: Route = { protocol: 'trpc', method: procedure, operation: this.operations.lookup(procedure) ?? procedure, shape: undefined };
+    space.known.set(procedure, route);
+    return route;
   }
 
   private resolveRpc(protocol: Protocol, path: string): Route {

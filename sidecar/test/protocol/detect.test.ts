@@ -46,3 +46,23 @@ describe('detect', () => {
     assert.equal(detect('POST', 'application/grpc-web+proto', undefined, '').base64, false);
   });
 });
+
+describe('tRPC', () => {
+  it('reads the procedures off a path under the prefix, and a batch off `batch=1`', () => {
+    const one = detect('GET', undefined, undefined, 'input=%7B%7D', '/trpc/order.get', '/trpc');
+    assert.equal(one.protocol, 'trpc');
+    assert.deepEqual(one.trpc?.procedures.map((p) => p.path), ['order.get']);
+    assert.equal(one.trpc?.batch, false);
+    const batch = detect('POST', 'application/json', undefined, 'batch=1', '/api/trpc/order.get,order.list', '/api/trpc');
+    assert.deepEqual(batch.trpc?.procedures.map((p) => p.path), ['order.get', 'order.list']);
+    assert.equal(batch.trpc?.batch, true);
+  });
+
+  it('leaves gRPC, Connect, other paths and an empty prefix alone', () => {
+    assert.equal(detect('POST', 'application/grpc', undefined, '', '/trpc/x', '/trpc').protocol, 'grpc');
+    assert.equal(detect('POST', 'application/json', '1', '', '/trpc/x', '/trpc').protocol, 'connect');
+    assert.equal(detect('GET', undefined, undefined, '', '/trpcx/order.get', '/trpc').protocol, 'rest');
+    assert.equal(detect('GET', undefined, undefined, '', '/trpc/', '/trpc').protocol, 'rest');
+    assert.equal(detect('GET', undefined, undefined, '', '/trpc/order.get', '').protocol, 'rest');
+  });
+});

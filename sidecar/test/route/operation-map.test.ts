@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { OperationMap, loadOperationsFile } from '../../src/route/operation-map.ts';
+import { OperationMap, loadOperationsFile, parseOperations } from '../../src/route/operation-map.ts';
 import { tempFile } from './temp-files.ts';
 
 test('the operations file maps REST routes and RPC methods to one operation', () => {
@@ -40,7 +40,7 @@ test('errors name the file, the operation and what is wrong', () => {
   assert.throws(() => loadOperationsFile(empty), { message: `${empty}: operations.GetOrder must be a route or method, or a non-empty list of them` });
   const neither = tempFile('ops-neither.yaml', 'operations:\n  GetOrder: [orders]\n');
   assert.throws(() => loadOperationsFile(neither), {
-    message: `${neither}: operations.GetOrder[0]: "orders" is neither a REST route ("GET /v1/orders/{id}") nor an RPC method ("order.v1.OrderService/GetOrder")`,
+    message: `${neither}: operations.GetOrder[0]: "orders" is neither a REST route ("GET /v1/orders/{id}") nor an RPC method ("order.v1.OrderService/GetOrder") nor a tRPC procedure ("trpc order.getOrder")`,
   });
   const badMethod = tempFile('ops-method.yaml', 'operations:\n  GetOrder: [FETCH /v1/orders]\n');
   assert.throws(() => loadOperationsFile(badMethod), { message: `${badMethod}: operations.GetOrder[0]: "FETCH" is not an HTTP method (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH)` });
@@ -48,4 +48,10 @@ test('errors name the file, the operation and what is wrong', () => {
   assert.throws(() => loadOperationsFile(twice), { message: `${twice}: "GET /v1/x/{xid}" is listed under both operations.A and operations.B` });
   const notString = tempFile('ops-num.yaml', 'operations:\n  A: [1]\n');
   assert.throws(() => loadOperationsFile(notString), { message: `${notString}: operations.A[0] is not a string` });
+});
+
+test('a tRPC procedure joins an operation as `trpc <procedure>`, beside its REST and gRPC twins', () => {
+  const map = parseOperations({ operations: { GetOrder: ['GET /v1/orders/{id}', 'order.v1.OrderService/GetOrder', 'trpc order.get'] } }, 'ops.yaml');
+  assert.equal(map.lookup('order.get'), 'GetOrder');
+  assert.equal(map.lookup('order.v1.OrderService/GetOrder'), 'GetOrder');
 });
