@@ -30,6 +30,7 @@ type Container = {
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   ports?: { name?: string; containerPort: number }[];
   readinessProbe?: Probe;
+  startupProbe?: Probe;
   livenessProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
@@ -198,6 +199,48 @@ describe('kubernetes manifests', () => {
       }
     });
   }
+
+  // Pod Security Standards, "restricted" profile
+  // (https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted):
+  // per container, unless set for the whole pod where the rule allows it.
+  for (const example of EXAMPLES) {
+    it(`${example}: every container passes the Pod Security restricted profile`, () => {
+      for (const d of byKind<DeploymentJson>(built.get(example) ?? [], 'Deployment')) {
+        const pod = d.spec.template.spec as PodSpec & { securityContext?: Record<string, unknown> };
+        const podSc = pod.securityContext ?? {};
+        for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+          const sc = c.securityContext ?? {};
+          const where = `${d.metadata.name}/${c.name}`;
+          assert.equal(sc.allowPrivilegeEscalation, false, `${where}: allowPrivilegeEscalation`);
+          assert.ok(sc.runAsNonRoot === true || (sc.runAsNonRoot === undefined && podSc.runAsNonRoot === true), `${where}: runAsNonRoot`);
+          assert.notEqual(sc.runAsUser ?? podSc.runAsUser, 0, `${where}: runAsUser 0`);
+          const seccomp = ((sc.seccompProfile ?? podSc.seccompProfile) as { type?: string } | undefined)?.type;
+          assert.ok(seccomp === 'RuntimeDefault' || seccomp === 'Localhost', `${where}: seccompProfile ${seccomp}`);
+          const caps = sc.capabilities as { drop?: string[]; add?: string[] } | undefined;
+          assert.ok(caps?.drop?.includes('ALL'), `${where}: capabilities drop ALL`);
+          assert.ok((caps?.add ?? []).every((a) => a === 'NET_BIND_SERVICE'), `${where}: capabilities add`);
+        }
+      }
+    });
+  }
+
+  it('native sidecars: a startupProbe on /readyz holds the app back until the proxy listens, and the drain fits the grace period', () => {
+    // "the kubelet starts the next init container [or the app containers] once
+    // a sidecar's startupProbe has succeeded" — without one, as soon as its
+    // process has started (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/).
+    for (const example of EXAMPLES) {
+      for (const d of byKind<DeploymentJson>(built.get(example) ?? [], 'Deployment')) {
+        const { container, native } = sidecarOf(d);
+        if (!native) continue;
+        assert.equal(container.startupProbe?.httpGet?.path, '/readyz', `${d.metadata.name}: no startupProbe on /readyz`);
+        port(container, String(container.startupProbe?.httpGet?.port));
+      }
+      const cfg = sidecarConfig(built.get(example) ?? []);
+      const seconds = (v: string | undefined) => Number(/^(\d+)s$/.exec(v ?? '')?.[1] ?? NaN);
+      assert.ok(seconds(cfg['drain-delay']) > 0, `${example}: no drain-delay`);
+      assert.ok(seconds(cfg['drain-delay']) + seconds(cfg['drain-timeout']) < 30, `${example}: drain exceeds terminationGracePeriodSeconds`);
+    }
+  });
 
   it('inbound: the Service sends calls to the sidecar, and the sidecar to the app', () => {
     const resources = built.get('examples/orders') ?? [];
