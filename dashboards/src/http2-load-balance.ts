@@ -3,7 +3,7 @@
 // one long-lived connection and kube-proxy balances connections, so a few
 // connections carrying most calls pin the load to a few pods.
 import { dashboard, protocolCompare, row, stat, timeseries, type Dashboard } from './model.ts';
-import { INBOUND, SCOPE, mean, podCallRate, podSkew, podSkewOverall, quantile, sumGauge, sumRate, type Matchers } from './promql.ts';
+import { INBOUND, SCOPE, mean, podCallRate, podShare, podSkew, podSkewOverall, quantile, sumGauge, sumRate, type Matchers } from './promql.ts';
 import { datasourceVariable, methodVariable, namespaceVariable, podVariable, serviceVariable } from './variables.ts';
 
 /** Skew and share are judged over every pod of the service, whatever pods are picked. */
@@ -11,10 +11,10 @@ const SERVICE: Matchers = ['namespace=~"$namespace"', 'service=~"$service"'];
 const INBOUND_CALLS: Matchers = [...INBOUND, ...SCOPE, 'method=~"$method"'];
 const DOWNSTREAM: Matchers = ['side="downstream"', ...SCOPE];
 
+const METHOD_ONLY: Matchers = ['method=~"$method"'];
+
 function share(): string {
-  const perPod = sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...SCOPE, 'method=~"$method"']);
-  const perService = sumRate(['namespace', 'service'], 'rpcscope_calls_total', [...INBOUND, ...SERVICE, 'method=~"$method"']);
-  return `${perPod}\n  / ignoring (pod) group_left ()\n${perService}`;
+  return podShare(SCOPE, SERVICE, METHOD_ONLY);
 }
 
 function callsPerConnection(): string {
@@ -57,11 +57,12 @@ export function http2LoadBalance(): Dashboard {
       row('Share per pod'),
       protocolCompare({
         title: 'Pods compared',
-        description: 'The rpcscope panel in pods mode: each pod\'s share of calls, its connections and the calls each closed connection carried, and the skew. Pick one service.',
+        description: 'The rpcscope panel in pods mode, one per service: each pod\'s share of calls (idle pods at 0), its connections and the calls each closed connection carried, and the skew.',
         options: { mode: 'pods', baseline: 'rest', podLabel: 'pod', skewThreshold: 1.5 },
+        repeat: 'service',
         queries: [
           { refId: 'share', expr: share(), legend: '{{pod}}' },
-          { refId: 'rate', expr: sumRate(['pod'], 'rpcscope_calls_total', INBOUND_CALLS), legend: '{{pod}}' },
+          { refId: 'rate', expr: podCallRate(SCOPE, {}, METHOD_ONLY), legend: '{{pod}}' },
           { refId: 'connections', expr: sumGauge(['pod'], 'rpcscope_connections_active', DOWNSTREAM), legend: '{{pod}}' },
           { refId: 'calls_per_connection', expr: mean(['pod'], 'rpcscope_connection_calls', DOWNSTREAM), legend: '{{pod}}' },
           { refId: 'skew', expr: podSkewOverall(SERVICE), legend: 'skew' },
@@ -70,10 +71,11 @@ export function http2LoadBalance(): Dashboard {
       }),
       timeseries({
         title: 'Share of calls per pod',
-        description: 'Each pod\'s fraction of its service\'s inbound calls; with N pods, balance is 1/N each.',
+        description: 'Each pod\'s fraction of its service\'s inbound calls, idle pods at 0; with N pods, balance is 1/N each. One panel per service.',
         unit: 'percentunit',
         stack: true,
         min: 0,
+        repeat: 'service',
         queries: [{ expr: share(), legend: '{{pod}}' }],
       }),
       timeseries({
@@ -85,9 +87,9 @@ export function http2LoadBalance(): Dashboard {
       }),
       timeseries({
         title: 'Call rate per pod',
-        description: 'Inbound calls per second on each pod.',
+        description: 'Inbound calls per second on each pod, idle pods at 0.',
         unit: 'reqps',
-        queries: [{ expr: sumRate(['pod'], 'rpcscope_calls_total', INBOUND_CALLS), legend: '{{pod}}' }],
+        queries: [{ expr: podCallRate(SCOPE, {}, METHOD_ONLY), legend: '{{namespace}}/{{service}} {{pod}}' }],
       }),
       timeseries({
         title: 'In flight per pod',

@@ -39,6 +39,9 @@ export interface Panel {
     defaults: Record<string, unknown>;
     overrides: unknown[];
   };
+  /** Grafana repeats the panel once per selected value of this variable. */
+  repeat?: string;
+  repeatDirection?: 'h' | 'v';
 }
 
 export interface RowPanel {
@@ -108,6 +111,13 @@ export interface PanelSpec {
   queries: QuerySpec[];
   w?: number;
   h?: number;
+  /** One panel per selected value of this variable (e.g. one per service). */
+  repeat?: string;
+}
+
+/** Grafana's panel repeat, stacked vertically so each copy keeps the full width. */
+function repeatOf(variable: string | undefined): Pick<Panel, 'repeat' | 'repeatDirection'> {
+  return variable ? { repeat: variable, repeatDirection: 'v' } : {};
 }
 
 export function timeseries(spec: PanelSpec & { stack?: boolean; min?: number; max?: number }): Draft {
@@ -140,6 +150,7 @@ export function timeseries(spec: PanelSpec & { stack?: boolean; min?: number; ma
       tooltip: { mode: 'multi', sort: 'desc' },
     },
     fieldConfig: { defaults, overrides: [] },
+    ...repeatOf(spec.repeat),
     w: spec.w ?? 12,
     h: spec.h ?? 8,
   };
@@ -189,6 +200,7 @@ export function protocolCompare(spec: {
   queries: (QuerySpec & { refId: string })[];
   w?: number;
   h?: number;
+  repeat?: string;
 }): Draft {
   return {
     type: PLUGIN_ID,
@@ -198,6 +210,7 @@ export function protocolCompare(spec: {
     targets: targets(spec.queries),
     options: spec.options,
     fieldConfig: { defaults: {}, overrides: [] },
+    ...repeatOf(spec.repeat),
     w: spec.w ?? 24,
     h: spec.h ?? 12,
   };

@@ -82,8 +82,10 @@ export function ratio(
  * Every sidecar exports target_info, so a pod that has not served a call yet
  * (the others, when one client sticks to one pod) is there at 0, not missing.
  */
-export function podCallRate(scope: Matchers, at: At = NOW): string {
-  const calls = sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope], at);
+export function podCallRate(scope: Matchers, at: At = NOW, callsOnly: Matchers = []): string {
+  // callsOnly narrows the calls (by method) but not the target_info fallback,
+  // which has no such label: an idle pod stays in whatever method is picked.
+  const calls = sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope, ...callsOnly], at);
   return `(\n  ${calls}\n    or\n  0 * group by (namespace, service, pod) (${selector('target_info', scope, at)})\n)`;
 }
 
@@ -113,4 +115,27 @@ export function resetsByOperation(matchers: Matchers, callMatchers: Matchers, at
   const mapping = `group by (method, protocol, operation) (${selector('rpcscope_calls_total', callMatchers, at)})`;
   const calls = sumRate(['operation', 'protocol'], 'rpcscope_calls_total', callMatchers, at);
   return `sum by (operation, protocol) (\n  ${resets}\n    * on (method, protocol) group_left (operation)\n  ${mapping}\n)\n  or\n${calls} * 0`;
+}
+
+/**
+ * Each pod's share of its own service's inbound calls (0..1), idle pods at 0.
+ * The denominator is the whole service, whatever pods are picked.
+ */
+export function podShare(scope: Matchers, service: Matchers, callsOnly: Matchers): string {
+  const total = `sum by (namespace, service) (\n  ${podCallRate(service, NOW, callsOnly)}\n)`;
+  return `${podCallRate(scope, NOW, callsOnly)}\n  / ignoring (pod) group_left ()\n(${total} > 0)`;
+}
+
+/**
+ * Misses among calls that carried a deadline over those calls, per `labels`:
+ * both from rpcscope_deadline_used_ratio (count, less the le="1" bucket), so
+ * like is divided by like and the ratio never exceeds 1. (An upstream
+ * DEADLINE_EXCEEDED on a call without a deadline is in
+ * rpcscope_deadline_exceeded_total but not in any deadline count.)
+ * Prometheus 3 writes the bound as "1.0".
+ */
+export function deadlineMissRatio(labels: string[], matchers: Matchers): string {
+  const count = sumRate(labels, 'rpcscope_deadline_used_ratio_count', matchers);
+  const inTime = sumRate(labels, 'rpcscope_deadline_used_ratio_bucket', [...matchers, 'le=~"1|1.0"']);
+  return `(\n  ${count}\n    -\n  ${inTime}\n)\n  /\n(${count} > 0)`;
 }

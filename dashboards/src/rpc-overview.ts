@@ -1,7 +1,7 @@
 // RPC overview: what each service and method is doing now — rate, errors,
 // latency, streams, resets and deadlines — for one direction of traffic.
 import { dashboard, row, stat, timeseries, type Dashboard } from './model.ts';
-import { DIRECTION, METHOD, SCOPE, quantile, ratio, sumGauge, sumRate, type Matchers } from './promql.ts';
+import { DIRECTION, METHOD, SCOPE, deadlineMissRatio, quantile, ratio, sumGauge, sumRate, type Matchers } from './promql.ts';
 import { datasourceVariable, directionVariable, methodVariable, namespaceVariable, podVariable, serviceVariable } from './variables.ts';
 
 const CALLS: Matchers = [...DIRECTION, ...SCOPE, ...METHOD];
@@ -146,13 +146,14 @@ export function rpcOverview(): Dashboard {
       }),
       timeseries({
         title: 'Deadline miss ratio by method',
-        description: 'Misses over calls that carried a deadline.',
+        description: 'Missed: calls that carried a deadline and ended after it, over calls that carried one. Ended DEADLINE_EXCEEDED: calls with that code, deadline or not (an upstream\'s own deadline), over all calls.',
         unit: 'percentunit',
         min: 0,
         queries: [
+          { expr: deadlineMissRatio(['method'], CALLS), legend: 'missed {{method}}' },
           {
-            expr: ratio(['method'], { metric: 'rpcscope_deadline_exceeded_total', matchers: CALLS }, { metric: 'rpcscope_deadline_requested_seconds_count', matchers: CALLS }),
-            legend: '{{method}}',
+            expr: ratio(['method'], { metric: 'rpcscope_calls_total', matchers: [...CALLS, 'code="DEADLINE_EXCEEDED"'] }, { metric: 'rpcscope_calls_total', matchers: CALLS }),
+            legend: 'ended DEADLINE_EXCEEDED {{method}}',
           },
         ],
       }),

@@ -61,7 +61,7 @@ async function main(): Promise<number> {
     const stop = (signal: string): void => {
       if (stopping) return;
       stopping = true;
-      log.info('draining', { signal, timeoutMs: config.drainTimeoutMs });
+      log.info('draining', { signal, delayMs: config.drainDelayMs, timeoutMs: config.drainTimeoutMs });
       sidecar.drain().then(({ unfinished }) => {
         if (unfinished > 0) log.warn('drain timeout: calls still in flight were ended', { unfinished });
         log.info('stopped');

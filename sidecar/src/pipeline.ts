@@ -31,7 +31,7 @@ import { createTranslating } from './transcode/hand-off.ts';
 export interface Sidecar {
   proxyAddress: AddressInfo;
   adminAddress: AddressInfo;
-  /** Stop accepting, GOAWAY, wait up to the drain timeout for calls in flight, then close. */
+  /** Fail readiness, serve on for the drain delay, then stop accepting, GOAWAY, wait up to the drain timeout for calls in flight, and close. */
   drain(): Promise<{ unfinished: number }>;
 }
 
@@ -132,6 +132,10 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     adminAddress,
     async drain() {
       draining = true;
+      // Readiness fails now, but the pod's endpoint takes a while to leave
+      // kube-proxy's rules and other clients' balancers: calls still arrive
+      // and are served as usual until the delay is over.
+      if (config.drainDelayMs > 0) await new Promise((r) => setTimeout(r, config.drainDelayMs));
       const accepting = listener.drain();
       const deadline = Date.now() + config.drainTimeoutMs;
       while (ctx.inflight.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -2,13 +2,15 @@
 // against @grafana/schema, laid out on the grid, reading only contract
 // metrics, and made of PromQL that Prometheus parses.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DASHBOARDS_DIR, buildDashboards, render } from '../../dashboards/generate.ts';
 import { typeErrors, type TypedValue } from './json-types.ts';
 import { loadContract } from './metrics-contract.ts';
-import { dashboardExpressions, metricNames, parseErrors, substitute } from './promql.ts';
+import { dashboardExpressions, metricNames, parseErrors, promtool, substitute } from './promql.ts';
+import { stringify } from 'yaml';
 
 interface PanelJson {
   id: number;
@@ -192,5 +194,102 @@ describe('PromQL helpers', () => {
   it('refuse a variable they were not given a value for', () => {
     assert.throws(() => substitute('rate(x{pod=~"$pods"}[1m])', { pod: '.*' }), /unknown variable \$pods/);
     assert.equal(substitute('x{a="${namespace}"}[$__rate_interval]', { namespace: 'n', __rate_interval: '1m' }), 'x{a="n"}[1m]');
+  });
+});
+
+/** A panel's expressions with the template variables filled in, by dashboard file and panel title. */
+function panelExprs(file: string, title: string): Record<string, string> {
+  const panel = committed.get(file)?.panels.find((p) => p.title === title);
+  assert.ok(panel?.targets, `${file} has no panel "${title}"`);
+  return Object.fromEntries(panel.targets.map((t) => [t.refId, substitute(t.expr, PARSE_VALUES)]));
+}
+
+/**
+ * Evaluates expressions over given series with `promtool test rules` (no
+ * rules of its own), which fails unless each returns exactly the samples given.
+ */
+function evaluate(series: Record<string, string>, checks: { expr: string; samples: Record<string, number> }[]): { ok: boolean; output: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'rpcscope-dash-'));
+  try {
+    writeFileSync(join(dir, 'none.rules.yml'), 'groups: []\n');
+    const test = {
+      rule_files: ['none.rules.yml'],
+      evaluation_interval: '15s',
+      tests: [
+        {
+          interval: '15s',
+          input_series: Object.entries(series).map(([s, values]) => ({ series: s, values })),
+          promql_expr_test: checks.map((c) => ({
+            expr: c.expr,
+            eval_time: '10m',
+            exp_samples: Object.entries(c.samples).map(([labels, value]) => ({ labels, value })),
+          })),
+        },
+      ],
+    };
+    writeFileSync(join(dir, 'test.yml'), stringify(test));
+    return promtool(['test', 'rules', 'test.yml'], dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const CALL = 'direction="inbound", protocol="grpc", encoding="proto", method="shop.v1.Orders/Get", operation="shop.v1.Orders/Get", code="OK", http_status="200"';
+
+describe('dashboard figures on known data', () => {
+  it('http2-load-balance: with full pinning, idle pods show at 0 and each service is its own 100 %', () => {
+    // orders: one client pinned to orders-a at 3 calls/s, orders-b and -c idle
+    // (only target_info); payments: payments-a at 1 call/s, payments-b idle.
+    const series: Record<string, string> = {
+      [`rpcscope_calls_total{namespace="shop", service="orders", pod="orders-a", ${CALL}}`]: '0+45x60',
+      [`rpcscope_calls_total{namespace="shop", service="payments", pod="payments-a", ${CALL}}`]: '0+15x60',
+    };
+    for (const [svc, pod] of [['orders', 'orders-a'], ['orders', 'orders-b'], ['orders', 'orders-c'], ['payments', 'payments-a'], ['payments', 'payments-b']]) {
+      series[`target_info{namespace="shop", service="${svc}", pod="${pod}", service_name="rpcscope"}`] = '1x60';
+    }
+    const pods = (a: number, pa: number) => ({
+      '{namespace="shop", service="orders", pod="orders-a"}': a,
+      '{namespace="shop", service="orders", pod="orders-b"}': 0,
+      '{namespace="shop", service="orders", pod="orders-c"}': 0,
+      '{namespace="shop", service="payments", pod="payments-a"}': pa,
+      '{namespace="shop", service="payments", pod="payments-b"}': 0,
+    });
+    const compared = panelExprs('http2-load-balance.json', 'Pods compared');
+    const checks = [
+      { expr: compared.share ?? '', samples: pods(1, 1) },
+      { expr: compared.rate ?? '', samples: pods(3, 1) },
+      { expr: panelExprs('http2-load-balance.json', 'Share of calls per pod').A ?? '', samples: pods(1, 1) },
+      { expr: panelExprs('http2-load-balance.json', 'Call rate per pod').A ?? '', samples: pods(3, 1) },
+    ];
+    const r = evaluate(series, checks);
+    assert.ok(r.ok, r.output);
+  });
+
+  it('http2-load-balance: the pods panels repeat per service, so one table and one skew never mix services', () => {
+    for (const title of ['Pods compared', 'Share of calls per pod']) {
+      const panel = committed.get('http2-load-balance.json')?.panels.find((p) => p.title === title) as (PanelJson & { repeat?: string }) | undefined;
+      assert.equal(panel?.repeat, 'service', title);
+    }
+  });
+
+  it('rpc-overview: the deadline miss ratio divides like by like and never exceeds 1', () => {
+    // Per 15 s: 4 calls without a deadline answered DEADLINE_EXCEEDED by the
+    // upstream, 1 call with a deadline that ended after it, 5 OK calls without one.
+    const labels = 'namespace="shop", service="orders", pod="orders-a", direction="inbound", protocol="grpc", method="shop.v1.Orders/Get"';
+    const series: Record<string, string> = {
+      [`rpcscope_calls_total{namespace="shop", service="orders", pod="orders-a", ${CALL.replace('code="OK"', 'code="DEADLINE_EXCEEDED"')}}`]: '0+5x60',
+      [`rpcscope_calls_total{namespace="shop", service="orders", pod="orders-a", ${CALL}}`]: '0+5x60',
+      [`rpcscope_deadline_exceeded_total{${labels}, detected_by="status"}`]: '0+4x60',
+      [`rpcscope_deadline_exceeded_total{${labels}, detected_by="late_response"}`]: '0+1x60',
+      [`rpcscope_deadline_requested_seconds_count{${labels}}`]: '0+1x60',
+      [`rpcscope_deadline_used_ratio_count{${labels}}`]: '0+1x60',
+      [`rpcscope_deadline_used_ratio_bucket{${labels}, le="1"}`]: '0x60',
+    };
+    const [missed, ended] = Object.values(panelExprs('rpc-overview.json', 'Deadline miss ratio by method'));
+    const r = evaluate(series, [
+      { expr: missed ?? '', samples: { '{method="shop.v1.Orders/Get"}': 1 } },
+      { expr: ended ?? '', samples: { '{method="shop.v1.Orders/Get"}': 0.5 } },
+    ]);
+    assert.ok(r.ok, r.output);
   });
 });

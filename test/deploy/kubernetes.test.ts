@@ -30,6 +30,7 @@ type Container = {
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   ports?: { name?: string; containerPort: number }[];
   readinessProbe?: Probe;
+  startupProbe?: Probe;
   livenessProbe?: Probe;
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
@@ -42,7 +43,7 @@ type DeploymentJson = Resource & {
 type PodMonitorJson = Resource & {
   spec: {
     selector: { matchExpressions: { key: string; values: string[] }[] };
-    podMetricsEndpoints: { port: string; path: string; relabelings: { sourceLabels: string[]; targetLabel: string }[] }[];
+    podMetricsEndpoints: { port: string; path: string; relabelings: { sourceLabels?: string[]; targetLabel: string; regex?: string; replacement?: string }[] }[];
   };
 };
 type ServiceJson = Resource & { spec: { clusterIP?: string; selector: Record<string, string>; ports: { port: number; targetPort: number | string }[] } };
@@ -194,10 +195,52 @@ describe('kubernetes manifests', () => {
         assert.ok(endpoint);
         port(sidecarOf(d).container, endpoint.port);
         assert.equal(endpoint.path, '/metrics');
-        assert.ok(endpoint.relabelings.some((r) => r.targetLabel === 'service' && r.sourceLabels[0] === '__meta_kubernetes_pod_label_app_kubernetes_io_name'));
+        assert.ok(endpoint.relabelings.some((r) => r.targetLabel === 'service' && r.sourceLabels?.[0] === '__meta_kubernetes_pod_label_app_kubernetes_io_name'));
       }
     });
   }
+
+  // Pod Security Standards, "restricted" profile
+  // (https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted):
+  // per container, unless set for the whole pod where the rule allows it.
+  for (const example of EXAMPLES) {
+    it(`${example}: every container passes the Pod Security restricted profile`, () => {
+      for (const d of byKind<DeploymentJson>(built.get(example) ?? [], 'Deployment')) {
+        const pod = d.spec.template.spec as PodSpec & { securityContext?: Record<string, unknown> };
+        const podSc = pod.securityContext ?? {};
+        for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+          const sc = c.securityContext ?? {};
+          const where = `${d.metadata.name}/${c.name}`;
+          assert.equal(sc.allowPrivilegeEscalation, false, `${where}: allowPrivilegeEscalation`);
+          assert.ok(sc.runAsNonRoot === true || (sc.runAsNonRoot === undefined && podSc.runAsNonRoot === true), `${where}: runAsNonRoot`);
+          assert.notEqual(sc.runAsUser ?? podSc.runAsUser, 0, `${where}: runAsUser 0`);
+          const seccomp = ((sc.seccompProfile ?? podSc.seccompProfile) as { type?: string } | undefined)?.type;
+          assert.ok(seccomp === 'RuntimeDefault' || seccomp === 'Localhost', `${where}: seccompProfile ${seccomp}`);
+          const caps = sc.capabilities as { drop?: string[]; add?: string[] } | undefined;
+          assert.ok(caps?.drop?.includes('ALL'), `${where}: capabilities drop ALL`);
+          assert.ok((caps?.add ?? []).every((a) => a === 'NET_BIND_SERVICE'), `${where}: capabilities add`);
+        }
+      }
+    });
+  }
+
+  it('native sidecars: a startupProbe on /readyz holds the app back until the proxy listens, and the drain fits the grace period', () => {
+    // "the kubelet starts the next init container [or the app containers] once
+    // a sidecar's startupProbe has succeeded" — without one, as soon as its
+    // process has started (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/).
+    for (const example of EXAMPLES) {
+      for (const d of byKind<DeploymentJson>(built.get(example) ?? [], 'Deployment')) {
+        const { container, native } = sidecarOf(d);
+        if (!native) continue;
+        assert.equal(container.startupProbe?.httpGet?.path, '/readyz', `${d.metadata.name}: no startupProbe on /readyz`);
+        port(container, String(container.startupProbe?.httpGet?.port));
+      }
+      const cfg = sidecarConfig(built.get(example) ?? []);
+      const seconds = (v: string | undefined) => Number(/^(\d+)s$/.exec(v ?? '')?.[1] ?? NaN);
+      assert.ok(seconds(cfg['drain-delay']) > 0, `${example}: no drain-delay`);
+      assert.ok(seconds(cfg['drain-delay']) + seconds(cfg['drain-timeout']) < 30, `${example}: drain exceeds terminationGracePeriodSeconds`);
+    }
+  });
 
   it('inbound: the Service sends calls to the sidecar, and the sidecar to the app', () => {
     const resources = built.get('examples/orders') ?? [];
@@ -295,6 +338,70 @@ describe('annotation-based scraping without the Prometheus Operator', () => {
     } finally {
       await prom?.stop();
       await sidecar.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names service after the workload when a pod has no app.kubernetes.io/name, in both the job and the PodMonitor', async () => {
+    const podMonitor = parse(readFileSync(join(K8S, 'base', 'podmonitor.yaml'), 'utf8')) as PodMonitorJson;
+    const relabelings = podMonitor.spec.podMetricsEndpoints[0]?.relabelings ?? [];
+    // The operator's relabelings are Prometheus relabel_configs in camelCase.
+    const asRelabelConfig = (r: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(r).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
+    // What the Prometheus Operator writes before a PodMonitor's own relabelings.
+    const OPERATOR_TARGET_LABELS = [
+      { source_labels: ['__meta_kubernetes_namespace'], target_label: 'namespace' },
+      { source_labels: ['__meta_kubernetes_pod_container_name'], target_label: 'container' },
+      { source_labels: ['__meta_kubernetes_pod_name'], target_label: 'pod' },
+    ];
+    const dir = mkdtempSync(join(tmpdir(), 'rpcscope-sd-'));
+    let prom: RunningPrometheus | undefined;
+    try {
+      // Nothing listens on ports 9 and 10: the targets are down, their up series still carry the labels.
+      const pod = (name: string, kind: string, owner: string, appName: string | undefined, address: string) => ({
+        targets: [address],
+        labels: {
+          __meta_kubernetes_namespace: 'shop',
+          __meta_kubernetes_pod_name: name,
+          __meta_kubernetes_pod_controller_kind: kind,
+          __meta_kubernetes_pod_controller_name: owner,
+          ...(appName === undefined ? {} : { __meta_kubernetes_pod_label_app_kubernetes_io_name: appName }),
+          __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
+          __meta_kubernetes_pod_container_name: 'rpcscope',
+          __meta_kubernetes_pod_container_port_name: 'rpcscope-admin',
+        },
+      });
+      const pods = (address: string) => [
+        pod('orders-7c9d5f-x2x', 'ReplicaSet', 'orders-7c9d5f', 'orders', address),
+        pod('payments-6b8f7d9c4-abcde', 'ReplicaSet', 'payments-6b8f7d9c4', undefined, address),
+        pod('ledger-0', 'StatefulSet', 'ledger', undefined, address),
+        pod('node-agent-q8z7p', 'DaemonSet', 'node-agent', undefined, address),
+      ];
+      writeFileSync(join(dir, 'job.json'), JSON.stringify(pods('127.0.0.1:9')));
+      writeFileSync(join(dir, 'podmonitor.json'), JSON.stringify(pods('127.0.0.1:10')));
+      const { kubernetes_sd_configs: _k8s, ...rest } = job ?? ({} as ScrapeConfig);
+      prom = await startPrometheus({
+        targets: [],
+        rawScrapeConfigs: [
+          { ...rest, file_sd_configs: [{ files: [join(dir, 'job.json')] }] },
+          { job_name: 'podmonitor', file_sd_configs: [{ files: [join(dir, 'podmonitor.json')] }], relabel_configs: [...OPERATOR_TARGET_LABELS, ...relabelings.map((r) => asRelabelConfig(r))] },
+        ],
+      });
+      const deadline = Date.now() + 30_000;
+      let up: { metric: Record<string, string> }[] = [];
+      while (up.length < 8 && Date.now() < deadline) {
+        up = await prom.query('up');
+        if (up.length < 8) await new Promise((r) => setTimeout(r, 500));
+      }
+      const services = (port: string) =>
+        Object.fromEntries(up.filter((s) => s.metric.instance?.endsWith(`:${port}`)).map((s) => [s.metric.pod, s.metric.service]));
+      const expected = { 'orders-7c9d5f-x2x': 'orders', 'payments-6b8f7d9c4-abcde': 'payments', 'ledger-0': 'ledger', 'node-agent-q8z7p': 'node-agent' };
+      assert.deepEqual(services('9'), expected, 'scrape-kubernetes.yml');
+      assert.deepEqual(services('10'), expected, 'PodMonitor');
+      // RpcscopeTargetDown reads job="rpcscope" whichever way the sidecar is scraped.
+      assert.deepEqual([...new Set(up.map((s) => s.metric.job))], ['rpcscope']);
+    } finally {
+      await prom?.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -11,6 +11,7 @@ import { REPO_ROOT, loadContract } from './metrics-contract.ts';
 import { metricNames, promtool } from './promql.ts';
 
 const PROM_DIR = join(REPO_ROOT, 'deploy', 'prometheus');
+const RUNBOOK_BASE = 'https://github.com/rpcscope/rpcscope/blob/main/deploy/README.md';
 const RULE_FILES = readdirSync(join(PROM_DIR, 'rules')).filter((f) => f.endsWith('.yml')).map((f) => join(PROM_DIR, 'rules', f));
 const TEST_FILES = readdirSync(join(PROM_DIR, 'tests')).filter((f) => f.endsWith('.yml')).map((f) => join('tests', f));
 
@@ -58,7 +59,7 @@ describe('prometheus rules', () => {
 
   it('cover the skew, deadline-miss, reset-spike, missing-deadline and error-ratio alerts, each unit-tested', () => {
     const names = alerts.map((a) => a.alert);
-    for (const name of ['RpcscopePodLoadSkew', 'RpcscopeDeadlineMissRatioHigh', 'RpcscopeStreamResetSpike', 'RpcscopeCallsWithoutDeadline', 'RpcscopeErrorRatioHigh']) {
+    for (const name of ['RpcscopePodLoadSkew', 'RpcscopeDeadlineMissRatioHigh', 'RpcscopeStreamResetSpike', 'RpcscopeCallsWithoutDeadline', 'RpcscopeErrorRatioHigh', 'RpcscopeTargetDown']) {
       assert.ok(names.includes(name), `no ${name}`);
     }
     const tested = TEST_FILES.map((t) => readFileSync(join(PROM_DIR, t), 'utf8')).join('\n');
@@ -75,12 +76,14 @@ describe('prometheus rules', () => {
     for (const r of records) assert.match(r, /^[a-z_]+:rpcscope_[a-z_]+:[a-z0-9_]+$/, r);
   });
 
-  it('read only contract metrics and recording rules defined here', () => {
+  it('read only contract metrics, recording rules defined here, Prometheus\'s up and the kube-state-metrics defaults named in deploy/README.md', () => {
     const { seriesNames } = loadContract();
+    const readme = readFileSync(join(REPO_ROOT, 'deploy', 'README.md'), 'utf8');
+    const outside = new Set(['up', ...['kube_pod_init_container_info', 'kube_pod_container_info'].filter((m) => readme.includes(`\`${m}\``))]);
     const unknown: string[] = [];
     for (const r of rules) {
       for (const name of metricNames(r.expr)) {
-        if (!seriesNames.has(name) && !records.has(name)) unknown.push(`${r.record ?? r.alert}: ${name}`);
+        if (!seriesNames.has(name) && !records.has(name) && !outside.has(name)) unknown.push(`${r.record ?? r.alert}: ${name}`);
       }
     }
     assert.deepEqual(unknown, []);
@@ -94,6 +97,14 @@ describe('prometheus rules', () => {
       for (const k of ['summary', 'description', 'runbook']) assert.ok(a.annotations?.[k], `${a.alert} has no ${k}`);
       assert.ok(a.annotations?.runbook?.includes(`"Runbook: ${a.alert}"`), `${a.alert} runbook names its README section`);
       assert.match(readme, new RegExp(`^#+ Runbook: ${a.alert}$`, 'm'), `deploy/README.md has no "Runbook: ${a.alert}" section`);
+    }
+  });
+
+  it('give every alert a runbook_url at the GitHub anchor of its README section, as kubernetes-mixin does', () => {
+    for (const a of alerts) {
+      // GitHub's anchor for "### Runbook: RpcscopeX": lower case, punctuation dropped, spaces as hyphens.
+      const anchor = `Runbook: ${a.alert ?? ''}`.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-');
+      assert.equal(a.annotations?.runbook_url, `${RUNBOOK_BASE}#${anchor}`, `${a.alert} runbook_url`);
     }
   });
 });

@@ -21,6 +21,7 @@ export interface Config {
   tlsKey: string | undefined;
   upstreamCa: string | undefined;
   drainTimeoutMs: number;
+  drainDelayMs: number;
   connectTimeoutMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Outbound: static endpoints; undefined means DNS discovery of the upstream's host. */
@@ -246,6 +247,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     tlsKey,
     upstreamCa: v.get('upstream-ca') as string | undefined,
     drainTimeoutMs: v.get('drain-timeout') as number,
+    drainDelayMs: v.get('drain-delay') as number,
     connectTimeoutMs: v.get('connect-timeout') as number,
     logLevel: v.get('log-level') as Config['logLevel'],
     endpoints,

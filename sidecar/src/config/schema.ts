@@ -36,6 +36,7 @@ export const SETTINGS = [
   { flag: 'tls-key', kind: { type: 'file' }, help: 'PEM private key for --tls-cert' },
   { flag: 'upstream-ca', kind: { type: 'file' }, help: 'PEM CA bundle to verify an https:// upstream (default: the system CAs)' },
   { flag: 'drain-timeout', kind: { type: 'duration' }, default: '20s', help: 'on SIGTERM, how long calls in flight may take to finish' },
+  { flag: 'drain-delay', kind: { type: 'duration' }, default: '0', help: 'on SIGTERM, keep accepting and serving calls this long with /readyz failing, while endpoint removal reaches kube-proxy and clients\' balancers; then GOAWAY and --drain-timeout' },
   { flag: 'connect-timeout', kind: { type: 'duration' }, default: '5s', help: 'how long connecting to the upstream may take' },
   { flag: 'endpoints', kind: { type: 'string' }, help: 'outbound: static endpoints host:port,host:port (else the DNS records of --upstream\'s host)' },
   { flag: 'resolve-interval', kind: { type: 'duration' }, default: '5s', help: 'outbound: how often the DNS records of --upstream\'s host are asked again' },
