@@ -147,7 +147,8 @@ describe('kubernetes manifests', () => {
     const l = sidecarOf(legacy);
     assert.ok(n.native && n.container.restartPolicy === 'Always');
     assert.ok(!l.native && l.container.restartPolicy === undefined);
-    const { restartPolicy: _ignored, ...nativeRest } = n.container;
+    // The startupProbe is what orders a native sidecar before the app; a plain container has no such order to keep.
+    const { restartPolicy: _ignored, startupProbe: _ordering, ...nativeRest } = n.container;
     assert.deepEqual(l.container, nativeRest);
     assert.equal(legacy.spec.template.spec.containers.length, 2);
     assert.deepEqual(native.spec.template.spec.containers.map((c) => c.name), ['orders']);
