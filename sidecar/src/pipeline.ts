@@ -26,6 +26,7 @@ import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
 import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
+import { UpstreamRetries } from './proxy/upstream-retries.ts';
 import { createTranslating } from './transcode/hand-off.ts';
 
 export interface Sidecar {
@@ -107,12 +108,14 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h1,
     protocols,
     upstreams,
+    retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,
     translating: createTranslating(config),
     nextConnId,
   };
 
+  observation.addMetrics?.(() => ctx.retries.render());
   const translating = ctx.translating;
   if (translating) observation.addMetrics?.(() => translating.metrics.render());
 

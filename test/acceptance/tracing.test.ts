@@ -102,6 +102,25 @@ describe('tracing', () => {
     assert.equal(Number(status?.value.intValue), 5);
   });
 
+  it('names REST spans by the route template, as the metrics do: never the raw path with its ids', async () => {
+    const paths = ['/v1/orders/12345', '/v1/orders/67890', '/v1/users/3f2b8c1e-9a4d-4e7b-8f00-1c2d3e4f5a6b/cart'];
+    const session = http2.connect(traced.url);
+    for (const path of paths) {
+      await new Promise<void>((resolve, reject) => {
+        const req = session.request({ ':method': 'GET', ':path': path, traceparent: CALLER_TRACEPARENT });
+        req.on('error', reject);
+        req.resume();
+        req.on('close', () => resolve());
+      });
+    }
+    session.close();
+    const rest = (): OtlpSpan[] => receiver.spans.filter((s) => s.attributes.some((a) => a.key === 'rpcscope.protocol' && a.value.stringValue === 'rest'));
+    const deadline = Date.now() + 5000;
+    while (rest().length < paths.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(rest().map((s) => s.name).sort(), ['GET /v1/orders/{id}', 'GET /v1/orders/{id}', 'GET /v1/users/{id}/cart']);
+    assert.deepEqual([...new Set(rest().map((s) => s.attributes.find((a) => a.key === 'http.route')?.value.stringValue))].sort(), ['/v1/orders/{id}', '/v1/users/{id}/cart']);
+  });
+
   it('is off by default: the traceparent passes through untouched', async () => {
     await grpcCall(plain.url);
     assert.equal(upstream.seen.at(-1), CALLER_TRACEPARENT);

@@ -23,7 +23,7 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
     faults,
     env,
   });
-  const tracing = createCallTracing(config.serviceName, env);
+  const tracing = createCallTracing(config.serviceName, env, (call) => metrics.route(call));
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
   return {
     observers: [metrics, accessLog.observer],

@@ -9,6 +9,7 @@ import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
 import type { UpstreamProtocols } from './upstream-protocol.ts';
+import type { UpstreamRetries } from './upstream-retries.ts';
 
 export interface ProxyContext {
   readonly config: Config;
@@ -22,6 +23,8 @@ export interface ProxyContext {
   /** The HTTP version each upstream endpoint speaks. */
   readonly protocols: UpstreamProtocols;
   readonly upstreams: Upstreams;
+  /** Attempts the upstream refused unprocessed, sent again. */
+  readonly retries: UpstreamRetries;
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
   nextCallId(): number;

@@ -23,6 +23,8 @@ export interface PooledSession {
   connected: boolean;
   /** When it connected (performance.now()). */
   connectedAt: number | undefined;
+  /** The last stream id of the upstream's GOAWAY: streams above it were never processed. */
+  goawayLastStreamId: number | undefined;
 }
 
 export class H2SessionPool {
@@ -53,7 +55,7 @@ export class H2SessionPool {
       ...(target.tls ? { ca: this.ca, ALPNProtocols: ['h2'], servername: target.host } : {}),
     });
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
-    const pooled: PooledSession = { session, conn, target: target.href, connected: false, connectedAt: undefined };
+    const pooled: PooledSession = { session, conn, target: target.href, connected: false, connectedAt: undefined, goawayLastStreamId: undefined };
     this.live.set(target.href, pooled);
     this.all.add(pooled);
     const retire = () => {
@@ -69,7 +71,8 @@ export class H2SessionPool {
       session.setLocalWindowSize(SESSION_WINDOW);
       this.observer.connectionOpened(conn);
     });
-    session.on('goaway', (code) => {
+    session.on('goaway', (code, lastStreamId) => {
+      pooled.goawayLastStreamId = lastStreamId;
       retire();
       this.observer.goaway('upstream', code);
       this.log.debug('upstream sent GOAWAY', { upstream: conn.peer, code });

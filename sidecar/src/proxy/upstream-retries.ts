@@ -1,0 +1,34 @@
+// Calls sent to the upstream a second time because it never processed the first
+// attempt, which gRPC allows without the caller's consent ("transparent retry",
+// grpc/proposal A6): the upstream's HTTP/2 layer refused the stream. Anything
+// the upstream may have seen is never sent twice.
+//
+//   reason           what the upstream said                              spec
+//   goaway           GOAWAY whose last-stream-id is below the stream      RFC 9113 §6.8: "streams ... not processed"
+//   refused_stream   RST_STREAM(REFUSED_STREAM) before any response       RFC 9113 §8.7: "safe to retry"
+//
+// Counted in rpcscope_upstream_retries_total{reason}, each reason exported from
+// the start at 0 so that an alert on increase() has its series.
+import { ValueFamily, type ValueCell } from '../observe/metric-cells.ts';
+
+export const RETRY_REASONS = ['goaway', 'refused_stream'] as const;
+export type RetryReason = (typeof RETRY_REASONS)[number];
+
+/**
+ * The request body is held for a retry up to this size, until the response
+ * begins; a larger body goes on unheld, and its call is not retried.
+ */
+export const RETRY_BODY_LIMIT = 64 * 1024;
+
+export class UpstreamRetries {
+  private readonly family = new ValueFamily('rpcscope_upstream_retries_total', 'Calls sent again on a fresh attempt because the upstream refused the first unprocessed (GOAWAY below it, or REFUSED_STREAM).', 'counter');
+  private readonly cells = new Map<RetryReason, ValueCell>(RETRY_REASONS.map((reason) => [reason, this.family.cell({ reason })]));
+
+  retried(reason: RetryReason): void {
+    this.cells.get(reason)!.value++;
+  }
+
+  render(): string {
+    return this.family.render();
+  }
+}
