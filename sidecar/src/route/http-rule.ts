@@ -10,7 +10,7 @@
 import { parseTemplate } from './route-template.ts';
 
 /** Split at `sep` outside braces. */
-function splitTopLevel(s: string, sep: string): string[] {
+export function splitTopLevel(s: string, sep: string): string[] {
   const parts: string[] = [];
   let depth = 0;
   let start = 0;

@@ -71,8 +71,8 @@ function* services(ns: protobuf.NamespaceBase): Generator<protobuf.Service> {
   }
 }
 
-/** Reads every .proto file under `dir` (recursively); throws an Error naming the file on a parse error or a bad rule. */
-export function loadProtoDir(dir: string): ProtoCatalog {
+/** The .proto files under `dir` (recursively, relative paths, sorted); throws when there is none. */
+export function listProtoFiles(dir: string): string[] {
   let files: string[];
   try {
     files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.proto')).sort();
@@ -80,6 +80,12 @@ export function loadProtoDir(dir: string): ProtoCatalog {
     throw new Error(`${dir}: cannot list .proto files: ${(e as Error).message}`, { cause: e });
   }
   if (files.length === 0) throw new Error(`${dir}: no .proto files found`);
+  return files;
+}
+
+/** Reads every .proto file under `dir` (recursively); throws an Error naming the file on a parse error or a bad rule. */
+export function loadProtoDir(dir: string): ProtoCatalog {
+  const files = listProtoFiles(dir);
   const routes: RestRoute[] = [];
   const operations = new OperationMap();
   const shapes = new Map<string, MethodShape>();

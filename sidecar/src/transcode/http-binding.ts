@@ -11,6 +11,7 @@
 // A variable without `=` matches one segment; `**` matches the rest of the path
 // and may only come last; the verb is matched against the end of the last segment.
 import type protobuf from 'protobufjs';
+import { splitTopLevel } from '../route/http-rule.ts';
 
 type Part = { kind: 'literal'; text: string } | { kind: 'star' } | { kind: 'rest' };
 
@@ -47,23 +48,6 @@ export interface HttpBinding {
 
 /** A rule that cannot work: the message the start fails with, naming the file, the rule and the field. */
 export class BindingError extends Error {}
-
-function splitTopLevel(s: string, sep: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i];
-    if (c === '{') depth++;
-    else if (c === '}') depth--;
-    else if (c === sep && depth === 0) {
-      parts.push(s.slice(start, i));
-      start = i + 1;
-    }
-  }
-  parts.push(s.slice(start));
-  return parts;
-}
 
 function wildcardPart(seg: string, fail: (why: string) => never): Part {
   if (seg === '*') return { kind: 'star' };

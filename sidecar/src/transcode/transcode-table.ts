@@ -5,10 +5,10 @@
 //
 // Unlike route/proto-catalog.ts, which reads services and options only, this
 // needs every message, so the files are parsed into one root.
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import { isRecord, readText } from '../route/config-document.ts';
+import { listProtoFiles } from '../route/proto-catalog.ts';
 import { BindingError, compileBinding, matchBinding, type BoundVariable, type HttpBinding } from './http-binding.ts';
 import { JsonMapping, type JsonNames } from './json-mapping.ts';
 
@@ -79,13 +79,7 @@ function ruleList(v: unknown): Record<string, unknown>[] {
 
 /** The .proto files of `dir` parsed into one root; well-known imports it lacks come from protobufjs' bundled ones. */
 function loadRoot(dir: string): { root: protobuf.Root; fileOf: Map<protobuf.Service, string> } {
-  let files: string[];
-  try {
-    files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.proto')).sort();
-  } catch (e) {
-    throw new Error(`${dir}: cannot list .proto files: ${(e as Error).message}`, { cause: e });
-  }
-  if (files.length === 0) throw new Error(`${dir}: no .proto files found`);
+  const files = listProtoFiles(dir);
   const root = new protobuf.Root();
   const fileOf = new Map<protobuf.Service, string>();
   const imports = new Set<string>();
