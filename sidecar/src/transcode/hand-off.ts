@@ -1,5 +1,5 @@
 // Where a call leaves the plain proxy for a translating path: a REST call that
-// matches a google.api.http binding (--transcode), a gRPC-Web call when the
+// matches a google.api.http binding (--transcode, or its share of --split), a gRPC-Web call when the
 // bridge is on (--grpc-web-bridge), and a CORS preflight for either
 // (--cors-origin). Built once at start; `undefined` when none is on, so the
 // plain path asks nothing.
@@ -13,6 +13,7 @@ import { h1Caller, h2Caller, type Caller } from './caller.ts';
 import { Cors } from './cors.ts';
 import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
 import { transcodeRest } from './rest-transcoder.ts';
+import { RehearsalSplit } from './rehearsal-split.ts';
 import { loadTranscodeTable, type TranscodeTable } from './transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
 
@@ -23,6 +24,9 @@ export class Translating {
     private readonly table: TranscodeTable | undefined,
     private readonly grpcWeb: boolean,
     private readonly cors: Cors,
+    /** REST calls of the operations it names are transcoded by share; the others when --transcode is on. */
+    private readonly split: RehearsalSplit | undefined,
+    private readonly transcodeAll: boolean,
   ) {}
 
   /** True when the call is taken: the caller is answered from here. */
@@ -48,6 +52,7 @@ export class Translating {
     const q = path.indexOf('?');
     const matched = this.table.match(method, q < 0 ? path : path.slice(0, q));
     if (!matched) return false;
+    if (!(this.split?.transcodes(matched.binding.rpc) ?? this.transcodeAll)) return false;
     const caller = makeCaller();
     const extraHeaders = this.cors.responseHeaders(this.cors.allowed(caller.headers.origin));
     transcodeRest({ ctx, table: this.table, metrics: this.metrics, extraHeaders }, call, caller, matched, q < 0 ? '' : path.slice(q + 1));
@@ -69,12 +74,20 @@ export class Translating {
 
 /** What translating the settings ask for; undefined when they ask for none. Throws a ConfigError naming the file and rule on a bad binding. */
 export function createTranslating(config: Config): Translating | undefined {
-  if (!config.transcode && !config.grpcWebBridge) return undefined;
+  const splitting = config.split.size > 0;
+  if (!config.transcode && !config.grpcWebBridge && !splitting) return undefined;
   let table: TranscodeTable | undefined;
   try {
-    table = config.transcode ? loadTranscodeTable(config.protoDir!, config.jsonNames) : undefined;
+    table = config.transcode || splitting ? loadTranscodeTable(config.protoDir!, config.jsonNames) : undefined;
   } catch (err) {
     throw new ConfigError(`--proto: ${(err as Error).message.split('\n')[0]}`);
   }
-  return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins));
+  const split = splitting ? new RehearsalSplit(config.split) : undefined;
+  if (split && table) {
+    const bound = new Set(table.bindings.map((b) => b.rpc));
+    for (const operation of split.operations) {
+      if (!bound.has(operation)) throw new ConfigError(`--split: ${operation} is no method with a google.api.http rule in ${config.protoDir!} (give it as pkg.Service/Method; bound: ${[...bound].sort().join(', ') || 'none'})`);
+    }
+  }
+  return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins), split, config.transcode);
 }
