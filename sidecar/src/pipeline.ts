@@ -111,13 +111,15 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,
-    translating: createTranslating(config),
+    translating: createTranslating(config, log),
     nextConnId,
   };
 
   observation.addMetrics?.(() => ctx.retries.render());
   const translating = ctx.translating;
   if (translating) observation.addMetrics?.(() => translating.metrics.render());
+  const shadow = translating?.shadow;
+  if (shadow) observation.addMetrics?.(() => shadow.render());
 
   await upstreams.start();
   const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
@@ -148,6 +150,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
       upstreams.stop();
       h2.close();
       h1.close();
+      shadow?.close();
       const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
       // A scraper's keep-alive connection (Prometheus comes back every interval) never
       // idles long enough for close() alone to finish, which would hold the exit past

@@ -51,6 +51,10 @@ export interface Config {
   grpcWebBridge: boolean;
   /** Origins answered with CORS on the translated paths; empty for none. */
   corsOrigins: string[];
+  /** Operation (`pkg.Service/Method`) -> the percentage of its REST calls transcoded to --grpc-upstream. */
+  split: ReadonlyMap<string, number>;
+  /** Where calls are mirrored to and compared (--shadow). */
+  shadow: UpstreamUrl | undefined;
   serviceName: string;
   enforceDeadlines: boolean;
   debugEndpoints: boolean;
@@ -90,6 +94,9 @@ type Action = (typeof ACTIONS)[number]['flag'];
 const ALL: readonly Setting[] = SETTINGS;
 const BY_FLAG = new Map<string, Setting>(ALL.map((s) => [s.flag, s]));
 
+/** Flags that may be given more than once on the command line: their values are joined as one comma-separated list. */
+const REPEATABLE = new Set(['split']);
+
 function isBool(s: Setting): boolean {
   return s.kind.type === 'bool';
 }
@@ -127,6 +134,7 @@ function readArgs(argv: readonly string[]): { values: Map<string, string>; confi
       i++;
     }
     if (name === 'config') configFile = text;
+    else if (REPEATABLE.has(name) && values.has(name)) values.set(name, `${values.get(name)!},${text}`);
     else values.set(name, text);
   }
   return { values, configFile, actions };
@@ -234,6 +242,8 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     throw new ConfigError(`--access-log: invalid value ${JSON.stringify(accessLog)}: expected off, stdout, stderr or a file path in an existing directory`);
   }
   if (v.get('transcode') && v.get('proto') === undefined) throw new ConfigError('--transcode: needs --proto, the directory of .proto files whose google.api.http rules say what to translate');
+  const split = parseSplit(v.get('split') as string | undefined);
+  if (split.size > 0 && (v.get('proto') === undefined || !v.get('grpc-upstream'))) throw new ConfigError('--split: needs --proto (whose google.api.http rules name the operations) and --grpc-upstream (where the split share goes)');
   if (v.get('grpc-upstream') && mode === 'outbound') throw new ConfigError('--grpc-upstream: only with --mode inbound (outbound calls go to the endpoints of --upstream)');
   return Object.freeze({
     listen: v.get('listen') as HostPort,
@@ -269,12 +279,29 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     jsonNames: v.get('json-names') as Config['jsonNames'],
     grpcWebBridge: v.get('grpc-web-bridge') as boolean,
     corsOrigins: ((v.get('cors-origin') as string | undefined) ?? '').split(',').map((o) => o.trim()).filter((o) => o !== ''),
+    split,
+    shadow: v.get('shadow') as UpstreamUrl | undefined,
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
     debugEndpoints: v.get('debug-endpoints') as boolean,
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });
+}
+
+/** `pkg.Service/Method=30,other.Service/Get=5%` as operation -> percent (0 to 100). */
+function parseSplit(text: string | undefined): Map<string, number> {
+  const split = new Map<string, number>();
+  for (const item of (text ?? '').split(',').map((i) => i.trim()).filter((i) => i !== '')) {
+    const eq = item.lastIndexOf('=');
+    const operation = eq < 0 ? '' : item.slice(0, eq).trim();
+    const percentText = eq < 0 ? '' : item.slice(eq + 1).trim().replace(/%$/u, '');
+    const percent = /^\d+(?:\.\d+)?$/u.test(percentText) ? Number(percentText) : NaN;
+    if (operation === '' || !(percent >= 0 && percent <= 100)) throw new ConfigError(`--split: invalid value ${JSON.stringify(item)}: expected OPERATION=PERCENT, e.g. shop.v1.Shop/GetItem=30, with a percentage from 0 to 100`);
+    if (split.has(operation)) throw new ConfigError(`--split: ${operation} is given twice`);
+    split.set(operation, percent);
+  }
+  return split;
 }
 
 function trpcPrefix(value: string): string {

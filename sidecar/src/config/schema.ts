@@ -58,6 +58,8 @@ export const SETTINGS = [
   { flag: 'json-names', kind: { type: 'enum', values: ['json', 'proto'] }, default: 'json', help: 'transcoded JSON field names: json (lowerCamelCase or json_name) or proto (as in the .proto file)' },
   { flag: 'grpc-web-bridge', kind: { type: 'bool' }, default: 'false', help: 'translate gRPC-Web calls to gRPC for an upstream that speaks only gRPC' },
   { flag: 'cors-origin', kind: { type: 'string' }, placeholder: 'ORIGIN,…|*', help: 'browser origins whose CORS preflights are answered for translated calls (gRPC-Web bridge, transcoded REST)' },
+  { flag: 'split', kind: { type: 'string' }, placeholder: 'OPERATION=PERCENT,…', help: 'that share of the REST calls of an operation (pkg.Service/Method, from the google.api.http rules of --proto) goes to --grpc-upstream through the transcoder, the rest to --upstream; repeatable' },
+  { flag: 'shadow', kind: { type: 'url' }, help: 'mirror unary REST and gRPC calls (bodies up to 1 MiB) to this second upstream once answered, compare its answers with the primary\'s and drop them' },
   { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
   { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },

@@ -1,11 +1,13 @@
 // Where a call leaves the plain proxy for a translating path: a REST call that
-// matches a google.api.http binding (--transcode), a gRPC-Web call when the
+// matches a google.api.http binding (--transcode, or its share of --split), a gRPC-Web call when the
 // bridge is on (--grpc-web-bridge), and a CORS preflight for either
-// (--cors-origin). Built once at start; `undefined` when none is on, so the
+// (--cors-origin); and where a plain call is watched for the mirror (--shadow). Built once at start; `undefined` when none is on, so the
 // plain path asks nothing.
+import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type { Config } from '../config/load.ts';
+import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/parse-value.ts';
 import type { Inbound } from '../proxy/inbound.ts';
 import type { ProxyContext } from '../proxy/context.ts';
@@ -13,6 +15,8 @@ import { h1Caller, h2Caller, type Caller } from './caller.ts';
 import { Cors } from './cors.ts';
 import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
 import { transcodeRest } from './rest-transcoder.ts';
+import { Shadow } from './shadow.ts';
+import { RehearsalSplit } from './rehearsal-split.ts';
 import { loadTranscodeTable, type TranscodeTable } from './transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
 
@@ -23,15 +27,24 @@ export class Translating {
     private readonly table: TranscodeTable | undefined,
     private readonly grpcWeb: boolean,
     private readonly cors: Cors,
+    /** REST calls of the operations it names are transcoded by share; the others when --transcode is on. */
+    private readonly split: RehearsalSplit | undefined,
+    private readonly transcodeAll: boolean,
+    /** Mirrors the calls left to the plain proxy (--shadow). */
+    readonly shadow: Shadow | undefined,
   ) {}
 
   /** True when the call is taken: the caller is answered from here. */
   h1(ctx: ProxyContext, arrived: Inbound, req: http.IncomingMessage, res: http.ServerResponse): boolean {
-    return this.take(ctx, arrived, () => h1Caller(req, res));
+    if (this.take(ctx, arrived, () => h1Caller(req, res))) return true;
+    this.shadow?.watch(arrived.call, arrived.method, arrived.path, req.headers);
+    return false;
   }
 
   h2(ctx: ProxyContext, arrived: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean {
-    return this.take(ctx, arrived, () => h2Caller(stream, headers));
+    if (this.take(ctx, arrived, () => h2Caller(stream, headers))) return true;
+    this.shadow?.watch(arrived.call, arrived.method, arrived.path, headers as http.IncomingHttpHeaders);
+    return false;
   }
 
   private take(ctx: ProxyContext, arrived: Inbound, makeCaller: () => Caller): boolean {
@@ -48,6 +61,7 @@ export class Translating {
     const q = path.indexOf('?');
     const matched = this.table.match(method, q < 0 ? path : path.slice(0, q));
     if (!matched) return false;
+    if (!(this.split?.transcodes(matched.binding.rpc) ?? this.transcodeAll)) return false;
     const caller = makeCaller();
     const extraHeaders = this.cors.responseHeaders(this.cors.allowed(caller.headers.origin));
     transcodeRest({ ctx, table: this.table, metrics: this.metrics, extraHeaders }, call, caller, matched, q < 0 ? '' : path.slice(q + 1));
@@ -68,13 +82,22 @@ export class Translating {
 }
 
 /** What translating the settings ask for; undefined when they ask for none. Throws a ConfigError naming the file and rule on a bad binding. */
-export function createTranslating(config: Config): Translating | undefined {
-  if (!config.transcode && !config.grpcWebBridge) return undefined;
+export function createTranslating(config: Config, log: Logger): Translating | undefined {
+  const splitting = config.split.size > 0;
+  if (!config.transcode && !config.grpcWebBridge && !splitting && !config.shadow) return undefined;
   let table: TranscodeTable | undefined;
   try {
-    table = config.transcode ? loadTranscodeTable(config.protoDir!, config.jsonNames) : undefined;
+    table = config.transcode || splitting ? loadTranscodeTable(config.protoDir!, config.jsonNames) : undefined;
   } catch (err) {
     throw new ConfigError(`--proto: ${(err as Error).message.split('\n')[0]}`);
   }
-  return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins));
+  const split = splitting ? new RehearsalSplit(config.split) : undefined;
+  if (split && table) {
+    const bound = new Set(table.bindings.map((b) => b.rpc));
+    for (const operation of split.operations) {
+      if (!bound.has(operation)) throw new ConfigError(`--split: ${operation} is no method with a google.api.http rule in ${config.protoDir!} (give it as pkg.Service/Method; bound: ${[...bound].sort().join(', ') || 'none'})`);
+    }
+  }
+  const shadow = config.shadow ? new Shadow(config.shadow, log, table, config.maxMethods, config.upstreamCa ? readFileSync(config.upstreamCa) : undefined) : undefined;
+  return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins), split, config.transcode, shadow);
 }
