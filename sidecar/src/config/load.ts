@@ -33,6 +33,8 @@ export interface Config {
   protoDir: string | undefined;
   serviceName: string;
   enforceDeadlines: boolean;
+  /** How inbound HTTP/2 is carried: relayed frame by frame, or terminated per call. */
+  dataPlane: 'relay' | 'terminate';
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
   accessLog: string;
   /** The share of calls the access log writes, 0 to 1. */
@@ -235,6 +237,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     protoDir: v.get('proto') as string | undefined,
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
+    dataPlane: v.get('data-plane') as Config['dataPlane'],
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });

@@ -46,6 +46,7 @@ export const SETTINGS = [
   { flag: 'operations', kind: { type: 'file' }, help: 'YAML map of logical operations to their REST routes and RPC methods' },
   { flag: 'proto', kind: { type: 'dir' }, help: 'directory of .proto files: stream shapes and google.api.http operations' },
   { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
+  { flag: 'data-plane', kind: { type: 'enum', values: ['relay', 'terminate'] }, default: 'terminate', help: 'inbound HTTP/2: relay frames to one upstream connection per client connection, or terminate each call (node:http2)' },
   { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
   { flag: 'access-log', kind: { type: 'string' }, placeholder: 'off|stdout|stderr|FILE', default: 'off', help: 'one JSON line per call: off, stdout, stderr or a file path (appended to)' },

@@ -13,6 +13,9 @@ import type { ConnectionRecord } from '../observe/observer.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
+import { noopTracing } from '../observe/call-tracing.ts';
+import { relayApplies } from '../relay/relay-applies.ts';
+import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from './reset-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
 
@@ -38,6 +41,8 @@ export class ProxyListener {
    */
   private readonly h1Sockets = new Set<net.Socket>();
   private draining = false;
+  /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
+  private readonly relays: RelaySet | undefined;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number, private readonly forward: Forwarders) {
     // Streams and long polls may last hours: no request timeout of our own.
@@ -50,6 +55,7 @@ export class ProxyListener {
       else socket.destroy();
     });
 
+    this.relays = relayApplies(ctx.config, ctx.tracing !== noopTracing) ? new RelaySet(ctx, nextConnId) : undefined;
     this.h2 = http2.createServer({ settings: H2_SETTINGS });
     // Streams are taken from each session's own 'stream' event (trackSession), not
     // the server's: a stream may be emitted after its session was destroyed, when
@@ -167,7 +173,9 @@ export class ProxyListener {
       timer.unref();
       socket.once('close', () => clearTimeout(timer));
     }
-    if (h2) {
+    if (h2 && this.relays) {
+      this.relays.add(socket, conn);
+    } else if (h2) {
       this.h2.emit('connection', socket);
     } else {
       this.h1Sockets.add(socket);
@@ -232,6 +240,7 @@ export class ProxyListener {
     this.draining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) this.goaway(session);
+    this.relays?.drain();
     // Idle keep-alive connections go now; busy ones are asked to close with their response.
     for (const socket of this.h1Sockets) if (this.connectionOf(socket)?.active === 0) socket.destroy();
     return closed;
@@ -240,6 +249,7 @@ export class ProxyListener {
   /** End whatever is still open (after the drain timeout). */
   destroy(): void {
     for (const session of this.sessions) session.destroy();
+    this.relays?.destroy();
     for (const socket of this.h1Sockets) socket.destroy();
     this.server.close();
   }

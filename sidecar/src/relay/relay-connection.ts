@@ -1,0 +1,466 @@
+// One client HTTP/2 connection relayed onto one upstream connection of its
+// own. Bytes pass verbatim both ways — same stream ids, SETTINGS, WINDOW_UPDATE,
+// PING, so flow control is end to end and the HPACK tables on both ends stay in
+// step — while a frame reader per direction observes them (relay-stream.ts).
+//
+// The one rule that keeps this correct: never drop or alter a frame; only add
+// whole frames, at frame boundaries, outside a header block, and only frames
+// that leave the HPACK tables untouched (GOAWAY, RST_STREAM, literal-only
+// header blocks on a connection whose upstream never spoke).
+import net from 'node:net';
+import tls from 'node:tls';
+import type { UpstreamUrl } from '../config/parse-value.ts';
+import type { ResetSide } from '../observe/call-record.ts';
+import type { ConnectionRecord } from '../observe/observer.ts';
+import type { TerminationReason } from '../observe/faults.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { GrpcCode } from '../protocol/status-codes.ts';
+import { now } from '../proxy/call.ts';
+import type { ProxyContext } from '../proxy/context.ts';
+import { localReply } from '../proxy/local-reply.ts';
+import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
+import { ResetBudget } from '../listen/reset-budget.ts';
+import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
+import { Flag, Setting } from './frame-types.ts';
+import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headersFrame, rstStreamFrame } from './frame-writer.ts';
+import { HpackDecoder, HpackError } from './hpack-decoder.ts';
+import { RelayStream, headerBag } from './relay-stream.ts';
+
+/** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
+export const MAX_STREAMS = 10_000;
+/** Client bytes held while the upstream connection is being made. */
+const MAX_PENDING_BYTES = 4 * 1024 * 1024;
+/** How long a connection the relay closes stays half-open for the client to read its last frames. */
+const LOCAL_CLOSE_MS = 1000;
+
+export interface RelayOptions {
+  ctx: ProxyContext;
+  conn: ConnectionRecord;
+  downstream: net.Socket;
+  target: UpstreamUrl;
+  upstreamCa: Buffer | undefined;
+  nextConnId: () => number;
+  connectFailures: ConnectFailureLog;
+}
+
+type Phase = 'connecting' | 'open' | 'local' | 'closed';
+
+export class RelayConnection {
+  private readonly ctx: ProxyContext;
+  private readonly conn: ConnectionRecord;
+  private readonly down: net.Socket;
+  private up: net.Socket | undefined;
+  private readonly upConn: ConnectionRecord;
+  private phase: Phase = 'connecting';
+  private connectedAt: number | undefined;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private readonly fromClient: FrameParser;
+  private readonly fromUpstream: FrameParser;
+  /** Decodes what the client encodes (requests); its table is bounded by the upstream's SETTINGS. */
+  private readonly requestHpack = new HpackDecoder();
+  /** Decodes what the upstream encodes (responses); bounded by the client's SETTINGS. */
+  private readonly responseHpack = new HpackDecoder();
+  private readonly streams = new Map<number, RelayStream>();
+  private lastClientStream = 0;
+  /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
+  private clientSettings = 0;
+  /** Frames for the client waiting for the upstream's bytes to reach a frame boundary. */
+  private toClient: Buffer[] = [];
+  private goawaySent = false;
+  /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
+  private upstreamSpoke = false;
+  private readonly budget = new ResetBudget(Date.now);
+  /** The first header block the relay writes itself starts with a table size update. */
+  private firstLocalBlock = true;
+  /** Why the relay ends calls still in flight when the connection goes, once it knows. */
+  private ending: { side: ResetSide; code: number } | undefined;
+
+  constructor(private readonly opts: RelayOptions) {
+    this.ctx = opts.ctx;
+    this.conn = opts.conn;
+    this.down = opts.downstream;
+    this.upConn = { id: opts.nextConnId(), side: 'upstream', httpVersion: '2', peer: opts.target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
+    this.fromClient = new FrameParser(this.clientSink(), true);
+    this.fromUpstream = new FrameParser(this.upstreamSink(), false);
+    this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
+    this.down.on('close', () => this.onClientClose());
+    this.down.on('drain', () => this.up?.resume());
+    this.connect();
+    this.down.resume();
+  }
+
+  /** Calls in flight on this connection. */
+  get active(): number {
+    return this.streams.size;
+  }
+
+  private connect(): void {
+    const { target } = this.opts;
+    const up = target.tls
+      ? tls.connect({ host: target.host, port: target.port, ALPNProtocols: ['h2'], servername: net.isIP(target.host) ? undefined : target.host, ca: this.opts.upstreamCa })
+      : net.connect({ host: target.host, port: target.port });
+    this.up = up;
+    up.setNoDelay(true);
+    const timer = setTimeout(() => up.destroy(Object.assign(new Error(`connect timeout after ${this.ctx.config.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })), this.ctx.config.connectTimeoutMs);
+    up.once(target.tls ? 'secureConnect' : 'connect', () => {
+      clearTimeout(timer);
+      if (target.tls && (up as tls.TLSSocket).alpnProtocol !== 'h2') {
+        up.destroy(Object.assign(new Error('upstream did not agree to HTTP/2 (ALPN h2)'), { code: 'EPROTO' }));
+        return;
+      }
+      this.onUpstreamConnected();
+    });
+    up.on('error', (err: Error & { code?: string }) => {
+      clearTimeout(timer);
+      if (this.phase === 'connecting') {
+        this.opts.connectFailures.report(target.authority, err);
+        this.answerLocally(`upstream unavailable: ${err.code ?? err.message}`);
+      }
+    });
+    up.on('data', (chunk: Buffer) => this.onUpstreamBytes(chunk));
+    up.on('drain', () => this.down.resume());
+    up.on('close', () => this.onUpstreamClose());
+  }
+
+  private onUpstreamConnected(): void {
+    if (this.phase !== 'connecting') return;
+    this.phase = 'open';
+    this.connectedAt = now();
+    this.upConn.openTime = this.connectedAt;
+    this.ctx.observer.connectionOpened(this.upConn);
+    const up = this.up!;
+    if (this.pending.length > 0) {
+      up.cork();
+      for (const b of this.pending) up.write(b);
+      up.uncork();
+    }
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+
+  private onClientBytes(chunk: Buffer): void {
+    if (this.phase === 'closed') return;
+    try {
+      this.fromClient.push(chunk);
+    } catch (err) {
+      return this.shadowFailed('client', err);
+    }
+    if (this.phase === 'open') {
+      if (!this.up!.write(chunk)) this.down.pause();
+    } else if (this.phase === 'connecting') {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      if (this.pendingBytes > MAX_PENDING_BYTES) this.down.pause();
+    }
+  }
+
+  private onUpstreamBytes(chunk: Buffer): void {
+    if (this.phase !== 'open') return;
+    try {
+      this.fromUpstream.push(chunk);
+    } catch (err) {
+      this.down.write(chunk);
+      return this.shadowFailed('upstream', err);
+    }
+    if (this.toClient.length > 0 && this.canAdd()) {
+      this.down.cork();
+      this.down.write(chunk);
+      this.flushToClient();
+      this.down.uncork();
+    } else if (!this.down.write(chunk)) this.up!.pause();
+  }
+
+  /** Writes the frames the relay added, now that the upstream's bytes sit on a frame boundary. */
+  private flushToClient(): void {
+    const frames = this.toClient;
+    this.toClient = [];
+    for (const f of frames) this.down.write(f);
+  }
+
+  /** Whether a frame may be added toward the client now: after the upstream's preface, at a frame boundary. */
+  private canAdd(): boolean {
+    return this.upstreamSpoke && this.fromUpstream.atBoundary;
+  }
+
+  /** Adds a frame toward the client at the next point where one may be added. */
+  private sendToClient(f: Buffer): void {
+    this.toClient.push(f);
+    if (this.canAdd()) this.flushToClient();
+  }
+
+  /**
+   * The last frames toward a client whose connection the relay is closing. Before
+   * the upstream spoke, the relay's own SETTINGS come first, as the server preface;
+   * in the middle of an upstream frame nothing can be added, and the close alone tells.
+   */
+  private sendLast(frames: Buffer[]): void {
+    if (this.upstreamSpoke && !this.fromUpstream.atBoundary) return;
+    this.down.cork();
+    if (!this.upstreamSpoke) this.down.write(EMPTY_SETTINGS);
+    else this.flushToClient();
+    for (const f of frames) this.down.write(f);
+    this.down.uncork();
+  }
+
+  private clientSink(): FrameSink {
+    return {
+      headers: (id, flags, block) => {
+        let list;
+        try {
+          list = this.requestHpack.decode(block);
+        } catch (err) {
+          throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
+        }
+        const existing = this.streams.get(id);
+        if (existing) {
+          // Request trailers.
+          if (flags & Flag.END_STREAM) this.requestComplete(id, existing);
+          return;
+        }
+        // A stream already over: nothing to count.
+        if (id <= this.lastClientStream) return;
+        if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
+        this.lastClientStream = id;
+        if (this.goawaySent) return;
+        if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
+        const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
+        this.streams.set(id, stream);
+        this.upConn.calls++;
+        this.upConn.active++;
+        if (flags & Flag.END_STREAM) stream.requestEnded = true;
+      },
+      data: (id, chunk, flags, last) => {
+        const stream = this.streams.get(id);
+        if (!stream) return;
+        if (chunk.length > 0) stream.call.tap.requestData(chunk);
+        if (last && flags & Flag.END_STREAM) this.requestComplete(id, stream);
+      },
+      rstStream: (id, code) => {
+        const stream = this.streams.get(id);
+        if (!stream) return;
+        // Once the response is whole, a reset only stops the request side (RFC 9113 §8.1).
+        if (stream.responseEnded) return this.endStream(id, stream);
+        this.endStream(id, stream, { side: 'client', code });
+        // A stream the client resets before its answer is what a rapid-reset flood is made of.
+        if (!this.budget.spend()) this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: streams reset faster than the budget (rapid reset)');
+      },
+      settings: (flags, payload) => {
+        if (flags & Flag.ACK) return;
+        this.clientSettings++;
+        const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
+        if (size !== undefined) this.responseHpack.setLimit(size);
+      },
+      goaway: (_last, code) => this.ctx.observer.goaway('client', code),
+      other: () => {},
+    };
+  }
+
+  private upstreamSink(): FrameSink {
+    return {
+      headers: (id, flags, block) => {
+        let list;
+        try {
+          list = this.responseHpack.decode(block);
+        } catch (err) {
+          throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
+        }
+        const stream = this.streams.get(id);
+        if (!stream) return;
+        stream.responseHeaders(headerBag(list), this.connectedAt);
+        if (flags & Flag.END_STREAM) this.responseComplete(id, stream);
+      },
+      data: (id, chunk, flags, last) => {
+        const stream = this.streams.get(id);
+        if (!stream) return;
+        if (chunk.length > 0) stream.call.tap.responseData(chunk);
+        if (last && flags & Flag.END_STREAM) this.responseComplete(id, stream);
+      },
+      rstStream: (id, code) => {
+        const stream = this.streams.get(id);
+        if (!stream) return;
+        // A response that proved its own end (trailers, a status frame in the body) is whole whatever follows.
+        if (stream.responseEnded && (code === Http2Error.NO_ERROR || stream.provedEnd())) return this.endStream(id, stream);
+        this.endStream(id, stream, { side: 'upstream', code });
+      },
+      settings: (flags, payload) => {
+        if (flags & Flag.ACK) return;
+        this.upstreamSpoke = true;
+        const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
+        if (size !== undefined) this.requestHpack.setLimit(size);
+      },
+      goaway: (last, code) => {
+        this.ctx.observer.goaway('upstream', code);
+        // Streams past the last one the upstream took were never worked on: the client retries them.
+        for (const [id, stream] of this.streams) if (id > last) this.endStream(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
+      },
+      other: () => {},
+    };
+  }
+
+  /** The upstream's END_STREAM: the call ends once the request side is over too, as the stream does. */
+  private responseComplete(id: number, stream: RelayStream): void {
+    stream.responseEnd();
+    if (stream.requestEnded) this.endStream(id, stream);
+  }
+
+  private requestComplete(id: number, stream: RelayStream): void {
+    stream.requestEnded = true;
+    if (stream.responseEnded) this.endStream(id, stream);
+  }
+
+  private endStream(id: number, stream: RelayStream, reset?: { side: ResetSide; code: number }): void {
+    this.streams.delete(id);
+    this.upConn.active--;
+    stream.call.end(reset);
+  }
+
+  /**
+   * The upstream cannot be reached: the client still gets an HTTP/2 answer, never
+   * a silent close — the relay's own SETTINGS, an UNAVAILABLE answer for each
+   * call it sent, and GOAWAY so that it opens a new connection for the next ones.
+   */
+  private answerLocally(reason: string): void {
+    if (this.phase !== 'connecting') return;
+    this.phase = 'local';
+    this.pending = [];
+    this.down.resume();
+    this.down.cork();
+    this.down.write(EMPTY_SETTINGS);
+    for (; this.clientSettings > 0; this.clientSettings--) this.down.write(SETTINGS_ACK);
+    for (const [id, stream] of this.streams) this.replyLocally(id, stream, reason);
+    this.down.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    this.goawaySent = true;
+    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
+    this.down.uncork();
+    this.lingeringClose();
+  }
+
+  /**
+   * Half-closes toward the client and reads (and drops) what it still sends until
+   * it closes too: closing a socket with unread bytes makes the kernel send RST,
+   * and the client could lose the GOAWAY and answers just written.
+   */
+  private lingeringClose(): void {
+    this.down.end();
+    this.down.resume();
+    setTimeout(() => this.down.destroy(), LOCAL_CLOSE_MS).unref();
+  }
+
+  private replyLocally(id: number, stream: RelayStream, reason: string): void {
+    const { call } = stream;
+    const { record, tap } = call;
+    record.upstreamUnreachable = true;
+    const r = localReply(record.protocol, record.framed, undefined, GrpcCode.UNAVAILABLE, reason);
+    tap.responseHeaders(r.status, r.headers);
+    const fields: [string, string][] = [[':status', String(r.status)], ...Object.entries(r.headers)];
+    // No upstream ever encoded toward this client, so its table is empty: a size
+    // update to 0 first honours any table size change its SETTINGS made (RFC 7541 §4.2).
+    const block = encodeLiteralBlock(fields, this.firstLocalBlock ? 0 : undefined);
+    this.firstLocalBlock = false;
+    this.down.write(headersFrame(id, block, !r.body));
+    if (r.body) {
+      tap.responseData(r.body);
+      this.down.write(dataFrame(id, r.body, true));
+    }
+    this.streams.delete(id);
+    this.upConn.active--;
+    call.end();
+  }
+
+  /** The relay ends a misbehaving client's connection: GOAWAY with `code`, then close. */
+  private cut(reason: TerminationReason, code: number, message: string): void {
+    if (this.phase === 'closed') return;
+    this.ctx.faults.connectionTerminated(reason);
+    this.ctx.observer.goaway('proxy', code);
+    this.ctx.log.warn(message, { peer: this.conn.peer });
+    this.ending = { side: 'client', code: Http2Error.CANCEL };
+    if (this.phase !== 'local') this.sendLast([goawayFrame(this.lastClientStream, code)]);
+    this.goawaySent = true;
+    this.close();
+  }
+
+  /** A direction's bytes could not be read: the peers see the same bytes and will end the connection; the relay ends it now. */
+  private shadowFailed(from: 'client' | 'upstream', err: unknown): void {
+    if (!(err instanceof FrameError)) {
+      this.ctx.faults.internalError('forward_h2', err);
+    } else {
+      this.ctx.log.debug('HTTP/2 frames could not be read; connection closed', { from, error: err.message, peer: this.conn.peer });
+    }
+    if (from === 'client') {
+      this.ctx.faults.connectionTerminated('protocol_error');
+      const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
+      this.ctx.observer.goaway('proxy', code);
+      if (this.phase !== 'local') this.sendLast([goawayFrame(this.lastClientStream, code)]);
+      this.ending = { side: 'client', code: Http2Error.CANCEL };
+    } else {
+      this.ending = { side: 'upstream', code: Http2Error.PROTOCOL_ERROR };
+    }
+    this.close();
+  }
+
+  private onClientClose(): void {
+    this.ending ??= { side: 'client', code: Http2Error.CANCEL };
+    this.close();
+  }
+
+  private onUpstreamClose(): void {
+    if (this.phase === 'connecting') return this.answerLocally('upstream closed the connection');
+    if (this.phase === 'open') {
+      this.upConn.closeTime = now();
+      this.ctx.observer.connectionClosed(this.upConn);
+    }
+    if (this.phase !== 'open') return;
+    // Calls still in flight lost their upstream: the client reads each as a reset.
+    const last = [...this.streams.keys()].map((id) => rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+    if (!this.goawaySent) last.push(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    this.sendLast(last);
+    this.ending ??= { side: 'upstream', code: Http2Error.INTERNAL_ERROR };
+    this.phase = 'closed';
+    this.finish();
+    this.lingeringClose();
+  }
+
+  private close(): void {
+    if (this.phase === 'closed') return;
+    const wasOpen = this.phase === 'open';
+    this.phase = 'closed';
+    this.finish();
+    this.lingeringClose();
+    if (this.up && !this.up.destroyed) {
+      this.up.destroy();
+      if (wasOpen) {
+        this.upConn.closeTime = now();
+        this.ctx.observer.connectionClosed(this.upConn);
+      }
+    }
+  }
+
+  /** Ends the calls still in flight with the reason the connection went. */
+  private finish(): void {
+    const reset = this.ending ?? { side: 'client' as const, code: Http2Error.CANCEL };
+    for (const [id, stream] of this.streams) this.endStream(id, stream, reset);
+  }
+
+  /** SIGTERM: GOAWAY so that the client opens no new streams here; calls in flight go on. */
+  drain(): void {
+    if (this.goawaySent || this.phase === 'closed') return;
+    this.goawaySent = true;
+    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
+    this.sendToClient(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    if (this.streams.size === 0) this.close();
+  }
+
+  destroy(): void {
+    this.ending ??= { side: 'proxy', code: Http2Error.CANCEL };
+    this.close();
+    this.down.destroy();
+  }
+}
+
+/** A setting's value in a SETTINGS payload (the last one wins, RFC 9113 §6.5.3), or undefined. */
+function settingValue(payload: Buffer, id: number): number | undefined {
+  let value: number | undefined;
+  for (let i = 0; i + 6 <= payload.length; i += 6) if (payload.readUInt16BE(i) === id) value = payload.readUInt32BE(i + 2);
+  return value;
+}
