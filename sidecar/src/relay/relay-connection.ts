@@ -30,6 +30,8 @@ import { RelayStream, headerBag } from './relay-stream.ts';
 export const MAX_STREAMS = 10_000;
 /** Client bytes held while the upstream connection is being made. */
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
+/** How long a connection whose upstream cannot be reached is answered locally before GOAWAY. */
+const LOCAL_ANSWER_MS = 1000;
 /** How long a connection the relay closes stays half-open for the client to read its last frames. */
 const LOCAL_CLOSE_MS = 1000;
 
@@ -71,6 +73,8 @@ export class RelayConnection {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
   private readonly budget = new ResetBudget(Date.now);
+  /** Why calls are answered locally, once the upstream could not be reached. */
+  private localReason = '';
   /** The first header block the relay writes itself starts with a table size update. */
   private firstLocalBlock = true;
   /** Why the relay ends calls still in flight when the connection goes, once it knows. */
@@ -229,6 +233,7 @@ export class RelayConnection {
         this.upConn.calls++;
         this.upConn.active++;
         if (flags & Flag.END_STREAM) stream.requestEnded = true;
+        if (this.phase === 'local') this.replyLocally(id, stream, this.localReason);
       },
       data: (id, chunk, flags, last) => {
         const stream = this.streams.get(id);
@@ -247,7 +252,8 @@ export class RelayConnection {
       },
       settings: (flags, payload) => {
         if (flags & Flag.ACK) return;
-        this.clientSettings++;
+        if (this.phase === 'local') this.down.write(SETTINGS_ACK);
+        else this.clientSettings++;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
         if (size !== undefined) this.responseHpack.setLimit(size);
       },
@@ -316,24 +322,30 @@ export class RelayConnection {
   }
 
   /**
-   * The upstream cannot be reached: the client still gets an HTTP/2 answer, never
-   * a silent close — the relay's own SETTINGS, an UNAVAILABLE answer for each
-   * call it sent, and GOAWAY so that it opens a new connection for the next ones.
+   * The upstream cannot be reached: the client still gets HTTP/2 answers, never
+   * a silent close — the relay's own SETTINGS, and UNAVAILABLE for each call it
+   * sent and sends for a moment more; then GOAWAY, so that it opens a new
+   * connection (which tries the upstream again) for the next ones.
    */
   private answerLocally(reason: string): void {
     if (this.phase !== 'connecting') return;
     this.phase = 'local';
+    this.localReason = reason;
     this.pending = [];
     this.down.resume();
     this.down.cork();
     this.down.write(EMPTY_SETTINGS);
     for (; this.clientSettings > 0; this.clientSettings--) this.down.write(SETTINGS_ACK);
     for (const [id, stream] of this.streams) this.replyLocally(id, stream, reason);
-    this.down.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
-    this.goawaySent = true;
-    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
     this.down.uncork();
-    this.lingeringClose();
+    setTimeout(() => {
+      if (this.phase !== 'local') return;
+      this.goawaySent = true;
+      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
+      this.down.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+      this.phase = 'closed';
+      this.lingeringClose();
+    }, LOCAL_ANSWER_MS).unref();
   }
 
   /**
