@@ -1,8 +1,9 @@
 // Which data plane an HTTP/2 connection gets. The relay passes frames through
 // to one upstream connection and so cannot do what needs a call of its own on
 // the upstream side: pick an upstream per call (outbound balancing,
-// --grpc-upstream), inject a traceparent, cut a call at its deadline, or age
-// the connection out. Those keep the terminating path (node:http2) for now.
+// --grpc-upstream), inject a traceparent, or age the connection out (which
+// refuses new streams without passing them on). Those keep the terminating
+// path (node:http2) for now.
 import type { Config } from '../config/load.ts';
 
 /**
@@ -16,7 +17,6 @@ export function relayApplies(config: Config, tracing: boolean): boolean {
     config.mode === 'inbound' &&
     config.grpcUpstream === undefined &&
     !tracing &&
-    !config.enforceDeadlines &&
     config.maxConnectionAgeMs === 0
   );
 }

@@ -23,7 +23,7 @@ import { ResetBudget } from '../listen/reset-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { Flag, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headersFrame, rstStreamFrame } from './frame-writer.ts';
-import { HpackDecoder, HpackError } from './hpack-decoder.ts';
+import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 
 /** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
@@ -67,8 +67,21 @@ export class RelayConnection {
   private lastClientStream = 0;
   /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
   private clientSettings = 0;
-  /** Frames for the client waiting for the upstream's bytes to reach a frame boundary. */
-  private toClient: Buffer[] = [];
+  /**
+   * Frames for the client waiting for the upstream's bytes to reach a frame
+   * boundary; a header block is encoded only when written (`() => Buffer`), so
+   * that it knows whether a table size update is still owed.
+   */
+  private toClient: (Buffer | (() => Buffer))[] = [];
+  /** Frames for the upstream waiting for the client's bytes to reach a frame boundary. */
+  private toUpstream: Buffer[] = [];
+  /**
+   * A header table size the client lowered to in SETTINGS that no upstream header
+   * block has yet signalled (RFC 7541 §4.2): a block the relay writes itself must
+   * then start with the update.
+   */
+  private owedTableSize: number | undefined;
+  private clientTableLimit = DEFAULT_TABLE_SIZE;
   private goawaySent = false;
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
@@ -157,6 +170,20 @@ export class RelayConnection {
       this.pendingBytes += chunk.length;
       if (this.pendingBytes > MAX_PENDING_BYTES) this.down.pause();
     }
+    if (this.toUpstream.length > 0 && this.fromClient.atBoundary) this.flushToUpstream();
+  }
+
+  private flushToUpstream(): void {
+    const frames = this.toUpstream;
+    this.toUpstream = [];
+    if (this.phase === 'open') for (const f of frames) this.up!.write(f);
+    else if (this.phase === 'connecting') this.pending.push(...frames);
+  }
+
+  /** Adds a frame toward the upstream at the next frame boundary of the client's bytes. */
+  private sendToUpstream(f: Buffer): void {
+    this.toUpstream.push(f);
+    if (this.fromClient.atBoundary) this.flushToUpstream();
   }
 
   private onUpstreamBytes(chunk: Buffer): void {
@@ -179,7 +206,7 @@ export class RelayConnection {
   private flushToClient(): void {
     const frames = this.toClient;
     this.toClient = [];
-    for (const f of frames) this.down.write(f);
+    for (const f of frames) this.down.write(typeof f === 'function' ? f() : f);
   }
 
   /** Whether a frame may be added toward the client now: after the upstream's preface, at a frame boundary. */
@@ -188,7 +215,7 @@ export class RelayConnection {
   }
 
   /** Adds a frame toward the client at the next point where one may be added. */
-  private sendToClient(f: Buffer): void {
+  private sendToClient(f: Buffer | (() => Buffer)): void {
     this.toClient.push(f);
     if (this.canAdd()) this.flushToClient();
   }
@@ -230,6 +257,7 @@ export class RelayConnection {
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
         this.streams.set(id, stream);
+        stream.call.enforceDeadline(() => this.expire(id, stream));
         this.upConn.calls++;
         this.upConn.active++;
         if (flags & Flag.END_STREAM) stream.requestEnded = true;
@@ -255,7 +283,10 @@ export class RelayConnection {
         if (this.phase === 'local') this.down.write(SETTINGS_ACK);
         else this.clientSettings++;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
-        if (size !== undefined) this.responseHpack.setLimit(size);
+        if (size === undefined) return;
+        this.responseHpack.setLimit(size);
+        if (size < this.clientTableLimit) this.owedTableSize = Math.min(size, this.owedTableSize ?? size);
+        this.clientTableLimit = size;
       },
       goaway: (_last, code) => this.ctx.observer.goaway('client', code),
       other: () => {},
@@ -271,6 +302,8 @@ export class RelayConnection {
         } catch (err) {
           throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
         }
+        // The upstream signalled its table size: nothing is owed any more.
+        if (block.length > 0 && (block[0]! & 0xe0) === 0x20) this.owedTableSize = undefined;
         const stream = this.streams.get(id);
         if (!stream) return;
         stream.responseHeaders(headerBag(list), this.connectedAt);
@@ -302,6 +335,34 @@ export class RelayConnection {
       },
       other: () => {},
     };
+  }
+
+  /**
+   * --enforce-deadlines: the call's deadline passed. The upstream is told to stop
+   * (RST_STREAM CANCEL); a caller still waiting for its answer gets
+   * DEADLINE_EXCEEDED from the relay (trailers-only for gRPC), one whose response
+   * is under way gets RST_STREAM CANCEL. Whatever the upstream still sends for the
+   * stream passes on, and the client discards it: dropping it would leak
+   * connection window and, for a header block, break HPACK decoding.
+   */
+  private expire(id: number, stream: RelayStream): void {
+    if (this.streams.get(id) !== stream || this.phase === 'closed') return;
+    this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
+    if (stream.responded) {
+      this.sendToClient(rstStreamFrame(id, Http2Error.CANCEL));
+      return this.endStream(id, stream, { side: 'proxy', code: Http2Error.CANCEL });
+    }
+    const { record, tap } = stream.call;
+    const r = localReply(record.protocol, record.framed, stream.contentType, GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    tap.responseHeaders(r.status, r.headers);
+    const fields: [string, string][] = [[':status', String(r.status)], ...Object.entries(r.headers)];
+    this.sendToClient(() => headersFrame(id, encodeLiteralBlock(fields, this.owedTableSize), !r.body));
+    if (r.body) {
+      tap.responseData(r.body);
+      this.sendToClient(dataFrame(id, r.body, true));
+    }
+    stream.responded = true;
+    this.endStream(id, stream);
   }
 
   /** The upstream's END_STREAM: the call ends once the request side is over too, as the stream does. */

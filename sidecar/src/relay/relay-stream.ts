@@ -36,17 +36,20 @@ export class RelayStream {
   /** The client's END_STREAM was seen. */
   requestEnded = false;
   private trailers = false;
+  /** The request's content-type, for an answer the relay gives itself. */
+  readonly contentType: string | undefined;
 
   constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string) {
     const method = text(headers[':method']) ?? 'GET';
     const path = text(headers[':path']) ?? '/';
     const q = path.indexOf('?');
-    const detected = detect(method, text(headers['content-type']), text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
+    this.contentType = text(headers['content-type']);
+    const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
     this.call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
     this.call.sent(upstreamAuthority);
   }
 
-  /** A response header block: the headers, or (after them) the trailers. False for a 1xx, which is neither. */
+  /** A response header block: the headers, or (after them) the trailers; a 1xx is neither. */
   responseHeaders(headers: HeaderBag, connectedAt: number | undefined): void {
     const { record, tap } = this.call;
     if (this.responded) {
