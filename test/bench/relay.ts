@@ -96,6 +96,8 @@ interface Target {
   url: string;
   /** The process whose CPU is the proxy's (undefined for direct). */
   pid: number | undefined;
+  /** Its resident memory once started, before any call. */
+  idleRssMiB: number;
   stop(): Promise<void>;
 }
 
@@ -110,7 +112,7 @@ async function startRpcscope(name: string, upstream: string, dataPlane: string):
   const sc: SidecarProcess = await startSidecarProcess(['--upstream', upstream, '--data-plane', dataPlane, '--log-level', 'info']);
   // bin/rpcscope execs node: the pid is the sidecar's. -a pins every thread (libuv's pool too).
   spawnSync('taskset', ['-a', '-p', '-c', PROXY_CORE, String(sc.proc.pid)], { stdio: 'ignore' });
-  return { name, url: sc.url, pid: sc.proc.pid, stop: async () => void (await sc.stop()) };
+  return { name, url: sc.url, pid: sc.proc.pid, idleRssMiB: rssMiB(sc.proc.pid!), stop: async () => void (await sc.stop()) };
 }
 
 /** nginx with grpc_pass, one worker pinned to the proxy core; its keep-alive pool toward the upstream as a user would set it. */
@@ -136,7 +138,7 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fas
     return undefined;
   }
   await waitForPort(port);
-  return { name: 'nginx grpc_pass', url: `http://127.0.0.1:${port}`, pid: workerPid, stop: async () => void master.kill('SIGQUIT') };
+  return { name: 'nginx grpc_pass', url: `http://127.0.0.1:${port}`, pid: workerPid, idleRssMiB: rssMiB(workerPid), stop: async () => void master.kill('SIGQUIT') };
 }
 
 interface Row {
@@ -145,6 +147,7 @@ interface Row {
   saturation: Load & { cpuUsPerCall: number };
   fixedRate: Load & { cpuUsPerCall: number };
   serial: Load & { cpuUsPerCall: number };
+  idleRssMiB: number;
   rssMiB: number;
 }
 
@@ -166,7 +169,7 @@ const rows: Row[] = [];
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     const starters: (() => Promise<Target | undefined>)[] = [
-      async () => ({ name: 'direct (nghttpd)', url: upstream.url, pid: undefined, stop: async () => {} }),
+      async () => ({ name: 'direct (nghttpd)', url: upstream.url, pid: undefined, idleRssMiB: NaN, stop: async () => {} }),
       () => startRpcscope('rpcscope relay', upstream.url, 'relay'),
       () => startRpcscope('rpcscope terminate', upstream.url, 'terminate'),
       () => startNginx(upstream.url),
@@ -183,7 +186,7 @@ try {
         const saturation = measure(t, SATURATION, CALLS);
         const fixedRate = measure(t, FIXED_RATE, fixedRateCalls);
         const serial = measure(t, SERIAL, serialCalls);
-        rows.push({ target: t.name, round, saturation, fixedRate, serial, rssMiB: t.pid ? rssMiB(t.pid) : NaN });
+        rows.push({ target: t.name, round, saturation, fixedRate, serial, idleRssMiB: t.idleRssMiB, rssMiB: t.pid ? rssMiB(t.pid) : NaN });
       } finally {
         await t.stop();
       }
@@ -211,6 +214,7 @@ const summary = names.map((name) => {
     serialP50Us: m((r) => r.serial.p50Us),
     addedP50Us: name.startsWith('direct') ? 0 : m((r) => r.serial.p50Us) - directP50,
     failed: rs.reduce((n, r) => n + r.saturation.failed + r.fixedRate.failed + r.serial.failed, 0),
+    idleRssMiB: m((r) => r.idleRssMiB),
     rssMiB: m((r) => r.rssMiB),
   };
 });
@@ -220,9 +224,9 @@ const f1 = (x: number): string => (Number.isNaN(x) ? '' : x.toFixed(1));
 const table = [
   `gRPC unary, 256 B messages, nghttpd upstream; proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}; ${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}`,
   '',
-  `| | saturation (c16 m10) req/s | CPU µs/call | ${RATE} calls/s: CPU µs/call | c=1 p50 µs | added p50 µs | failed | RSS MiB |`,
+  `| | saturation (c16 m10) req/s | CPU µs/call | ${RATE} calls/s: CPU µs/call | c=1 p50 µs | added p50 µs | failed | RSS MiB idle / after |`,
   '|---|---|---|---|---|---|---|---|',
-  ...summary.map((s) => `| ${s.target} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${f1(s.fixedRateCpuUs)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${s.failed} | ${f0(s.rssMiB)} |`),
+  ...summary.map((s) => `| ${s.target} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${f1(s.fixedRateCpuUs)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${s.failed} | ${f0(s.idleRssMiB)} / ${f0(s.rssMiB)} |`),
 ].join('\n');
 process.stdout.write(table + '\n');
 
