@@ -28,6 +28,8 @@ import { RelayStream, headerBag } from './relay-stream.ts';
 
 /** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
 export const MAX_STREAMS = 10_000;
+/** The largest stream id (RFC 9113 §5.1.1). */
+const MAX_STREAM_ID = 0x7fffffff;
 /** Client bytes held while the upstream connection is being made. */
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 /** How long a connection whose upstream cannot be reached is answered locally before GOAWAY. */
@@ -83,6 +85,8 @@ export class RelayConnection {
   private owedTableSize: number | undefined;
   private clientTableLimit = DEFAULT_TABLE_SIZE;
   private goawaySent = false;
+  /** SIGTERM: the connection closes once its last call ends. */
+  private draining = false;
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
   private readonly budget = new ResetBudget(Date.now);
@@ -154,6 +158,7 @@ export class RelayConnection {
     }
     this.pending = [];
     this.pendingBytes = 0;
+    this.down.resume();
   }
 
   private onClientBytes(chunk: Buffer): void {
@@ -253,7 +258,6 @@ export class RelayConnection {
         if (id <= this.lastClientStream) return;
         if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
         this.lastClientStream = id;
-        if (this.goawaySent) return;
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
         this.streams.set(id, stream);
@@ -295,7 +299,7 @@ export class RelayConnection {
 
   private upstreamSink(): FrameSink {
     return {
-      headers: (id, flags, block) => {
+      headers: (id, flags, block, promised) => {
         let list;
         try {
           list = this.responseHpack.decode(block);
@@ -304,6 +308,8 @@ export class RelayConnection {
         }
         // The upstream signalled its table size: nothing is owed any more.
         if (block.length > 0 && (block[0]! & 0xe0) === 0x20) this.owedTableSize = undefined;
+        // A PUSH_PROMISE's block is decoded only to keep the table in step: it is a request, not this stream's response.
+        if (promised !== 0) return;
         const stream = this.streams.get(id);
         if (!stream) return;
         stream.responseHeaders(headerBag(list), this.connectedAt);
@@ -380,6 +386,8 @@ export class RelayConnection {
     this.streams.delete(id);
     this.upConn.active--;
     stream.call.end(reset);
+    // After the bytes being read now (the call's last frames among them) have gone on.
+    if (this.draining && this.streams.size === 0 && this.phase === 'open') setImmediate(() => this.streams.size === 0 && this.close());
   }
 
   /**
@@ -519,8 +527,11 @@ export class RelayConnection {
   drain(): void {
     if (this.goawaySent || this.phase === 'closed') return;
     this.goawaySent = true;
+    this.draining = true;
     this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-    this.sendToClient(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    // The highest stream id: streams the client sent before it reads this frame are
+    // relayed and answered, so none may be taken for unprocessed and sent twice.
+    this.sendToClient(goawayFrame(MAX_STREAM_ID, Http2Error.NO_ERROR));
     if (this.streams.size === 0) this.close();
   }
 

@@ -147,6 +147,32 @@ describe('relay: connections', () => {
   });
 });
 
+describe('relay: drain', () => {
+  it('sends GOAWAY and lets the calls in flight finish before it closes', async () => {
+    const upstream = await startConnectEcho();
+    const sc = await startTestSidecar(upstream.url, RELAY);
+    const session = http2.connect(sc.url);
+    session.on('error', () => {});
+    const goaway = new Promise<[number, number]>((resolve) => session.on('goaway', (code, last) => resolve([code, last])));
+    const client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure()) as unknown as Client;
+    const inFlight = unary(client, { message: 'slow', delayMs: 400 });
+    // A first call on the raw session, so that it is open when the drain starts.
+    assert.equal((await h2Request(sc.url, '/v1/echo/1')).status, 200);
+    await new Promise((r) => session.request({ ':path': '/v1/echo/2' }).on('response', r).resume());
+    await new Promise((r) => setTimeout(r, 100));
+    const drained = sc.sidecar.drain();
+    // The highest stream id: whatever the client sent before reading it is answered.
+    assert.deepEqual(await goaway, [http2.constants.NGHTTP2_NO_ERROR, 0x7fffffff]);
+    const { err, res } = await inFlight;
+    assert.equal(err, null);
+    assert.equal(res?.message, 'slow');
+    assert.deepEqual(await drained, { unfinished: 0 });
+    client.close();
+    session.destroy();
+    await upstream.close();
+  });
+});
+
 describe('relay: an upstream that cannot be reached', () => {
   let sc: TestSidecar;
   before(async () => {
