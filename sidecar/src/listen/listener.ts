@@ -196,7 +196,7 @@ export class ProxyListener {
     tracked[AGED] = true;
     const session = tracked[SESSION];
     if (session) this.goaway(session);
-    else if (conn.active === 0) socket.end();
+    else if (!this.relays?.ageOut(socket) && conn.active === 0) socket.end();
     const grace = setTimeout(() => (session ? session.destroy() : socket.destroy()), this.ctx.config.maxConnectionAgeGraceMs);
     grace.unref();
     socket.once('close', () => clearTimeout(grace));

@@ -1,9 +1,8 @@
 // Which data plane an HTTP/2 connection gets. The relay passes frames through
 // to one upstream connection and so cannot do what needs a call of its own on
 // the upstream side: pick an upstream per call (outbound balancing,
-// --grpc-upstream), inject a traceparent, or age the connection out (which
-// refuses new streams without passing them on). Those keep the terminating
-// path (node:http2) for now.
+// --grpc-upstream) or inject a traceparent. Those keep the terminating path
+// (node:http2) for now.
 import type { Config } from '../config/load.ts';
 
 /**
@@ -16,7 +15,6 @@ export function relayApplies(config: Config, tracing: boolean): boolean {
     config.dataPlane === 'relay' &&
     config.mode === 'inbound' &&
     config.grpcUpstream === undefined &&
-    !tracing &&
-    config.maxConnectionAgeMs === 0
+    !tracing
   );
 }

@@ -30,6 +30,8 @@ import { RelayStream, headerBag } from './relay-stream.ts';
 export const MAX_STREAMS = 10_000;
 /** The largest stream id (RFC 9113 §5.1.1). */
 const MAX_STREAM_ID = 0x7fffffff;
+/** Between the two GOAWAYs: time for streams the client sent before the first to arrive (no PING: its ACK would reach the upstream). */
+const SECOND_GOAWAY_MS = 1000;
 /** Client bytes held while the upstream connection is being made. */
 const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 /** How long a connection whose upstream cannot be reached is answered locally before GOAWAY. */
@@ -85,8 +87,10 @@ export class RelayConnection {
   private owedTableSize: number | undefined;
   private clientTableLimit = DEFAULT_TABLE_SIZE;
   private goawaySent = false;
-  /** SIGTERM: the connection closes once its last call ends. */
+  /** Past the second GOAWAY: the connection closes once its last call ends. */
   private draining = false;
+  /** After the second GOAWAY: streams past this id are refused. */
+  private refuseAbove = MAX_STREAM_ID;
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
   private readonly budget = new ResetBudget(Date.now);
@@ -256,6 +260,11 @@ export class RelayConnection {
         }
         // A stream already over: nothing to count.
         if (id <= this.lastClientStream) return;
+        if (id > this.refuseAbove) {
+          this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
+          this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
+          return;
+        }
         if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
         this.lastClientStream = id;
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
@@ -523,16 +532,29 @@ export class RelayConnection {
     for (const [id, stream] of this.streams) this.endStream(id, stream, reset);
   }
 
-  /** SIGTERM: GOAWAY so that the client opens no new streams here; calls in flight go on. */
-  drain(): void {
+  /**
+   * The two-step GOAWAY (RFC 9113 §6.8), for --max-connection-age and SIGTERM.
+   * The first names the highest stream id, so that streams already on their way
+   * are relayed and answered (none is taken for unprocessed and sent twice); a
+   * moment later the second names the last stream seen, and streams past it are
+   * refused (REFUSED_STREAM, which clients retry on a new connection). Their
+   * HEADERS still reach the upstream — dropping a header block would break its
+   * HPACK table — followed at once by RST_STREAM CANCEL. The connection closes
+   * once its calls have ended after the second step; the listener ends whatever
+   * outlives the grace period or the drain timeout.
+   */
+  goAway(): void {
     if (this.goawaySent || this.phase === 'closed') return;
     this.goawaySent = true;
-    this.draining = true;
     this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-    // The highest stream id: streams the client sent before it reads this frame are
-    // relayed and answered, so none may be taken for unprocessed and sent twice.
     this.sendToClient(goawayFrame(MAX_STREAM_ID, Http2Error.NO_ERROR));
-    if (this.streams.size === 0) this.close();
+    setTimeout(() => {
+      if (this.phase !== 'open') return;
+      this.refuseAbove = this.lastClientStream;
+      this.draining = true;
+      this.sendToClient(goawayFrame(this.refuseAbove, Http2Error.NO_ERROR));
+      if (this.streams.size === 0) setImmediate(() => this.streams.size === 0 && this.close());
+    }, SECOND_GOAWAY_MS).unref();
   }
 
   destroy(): void {

@@ -8,7 +8,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 
 export class RelaySet {
-  private readonly live = new Set<RelayConnection>();
+  private readonly live = new Map<net.Socket, RelayConnection>();
   private readonly ca: Buffer | undefined;
   private readonly connectFailures: ConnectFailureLog;
   private draining = false;
@@ -29,17 +29,24 @@ export class RelaySet {
       nextConnId: this.nextConnId,
       connectFailures: this.connectFailures,
     });
-    this.live.add(relay);
-    socket.once('close', () => this.live.delete(relay));
-    if (this.draining) relay.drain();
+    this.live.set(socket, relay);
+    socket.once('close', () => this.live.delete(socket));
+    if (this.draining) relay.goAway();
+  }
+
+  /** Whether `socket` is relayed; if so, it is asked to go as --max-connection-age says. */
+  ageOut(socket: net.Socket): boolean {
+    const relay = this.live.get(socket);
+    relay?.goAway();
+    return relay !== undefined;
   }
 
   drain(): void {
     this.draining = true;
-    for (const r of this.live) r.drain();
+    for (const r of this.live.values()) r.goAway();
   }
 
   destroy(): void {
-    for (const r of this.live) r.destroy();
+    for (const r of this.live.values()) r.destroy();
   }
 }

@@ -173,6 +173,44 @@ describe('relay: drain', () => {
   });
 });
 
+describe('relay: --max-connection-age', () => {
+  it('sends the two-step GOAWAY and refuses a stream opened after the second', async () => {
+    const upstream = await startConnectEcho();
+    const sc = await startTestSidecar(upstream.url, [...RELAY, '--max-connection-age', '300ms', '--max-connection-age-grace', '10s']);
+    const events: string[] = [];
+    const refused = new Promise<void>((resolve) => {
+      const block = (path: string): Buffer => encodeLiteralBlock([[':method', 'GET'], [':scheme', 'http'], [':path', path], [':authority', 'x']]);
+      const parser = new FrameParser({
+        headers: (id) => void events.push(`headers ${id}`),
+        data() {},
+        rstStream: (id, code) => {
+          events.push(`rst ${id} ${code}`);
+          if (id === 3) resolve();
+        },
+        settings() {},
+        goaway: (last) => {
+          events.push(`goaway ${last}`);
+          // After the second GOAWAY (which names stream 1), a stream the client should not have opened.
+          if (last === 1) socket.write(frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 3, block('/v1/echo/3')));
+        },
+        other() {},
+      }, false);
+      const socket = net.connect(sc.port, '127.0.0.1', () => {
+        // A slow call keeps the connection open past both steps.
+        socket.write(Buffer.concat([CLIENT_PREFACE, EMPTY_SETTINGS, frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 1, block('/v1/slow?ms=3000'))]));
+      });
+      socket.on('data', (d) => parser.push(d));
+      socket.on('error', () => {});
+    });
+    await refused;
+    assert.deepEqual(events, ['goaway 2147483647', 'goaway 1', 'rst 3 7']);
+    assert.equal(sc.recorder.started.length, 1, 'the refused stream is not a call');
+    assert.ok(sc.recorder.goaways.some((g) => g.side === 'proxy' && g.code === 0));
+    await sc.stop();
+    await upstream.close();
+  });
+});
+
 describe('relay: an upstream that cannot be reached', () => {
   let sc: TestSidecar;
   before(async () => {
