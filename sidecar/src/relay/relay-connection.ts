@@ -115,11 +115,6 @@ export class RelayConnection {
     this.down.resume();
   }
 
-  /** Calls in flight on this connection. */
-  get active(): number {
-    return this.streams.size;
-  }
-
   private connect(): void {
     const { target } = this.opts;
     const up = target.tls
