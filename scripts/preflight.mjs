@@ -24,6 +24,11 @@ export const PROGRAMS = [
   { program: 'chromium', pkg: 'chromium', env: 'RPCSCOPE_CHROMIUM' }, // test/panel/panel.test.ts
   { program: 'dnsmasq', pkg: 'dnsmasq-base', env: 'RPCSCOPE_DNSMASQ' }, // test/fleet/dns-server.ts
   { program: 'openssl', pkg: 'openssl', env: undefined }, // sidecar/test/support/certs.ts
+  { program: 'curl', pkg: 'curl', env: undefined }, // test/acceptance/data-plane-http-versions.test.ts
+  { program: 'nghttp', pkg: 'nghttp2-client', env: undefined }, // test/acceptance/relay-equivalence.test.ts
+  { program: 'h2load', pkg: 'nghttp2-client', env: undefined }, // test/acceptance/relay-equivalence.test.ts
+  // A gRPC C-core server for interop (sidecar/test/support/server-process.ts): a python3 that imports grpc.
+  { program: 'python3', pkg: 'python3-grpcio', env: 'RPCSCOPE_PYTHON_GRPCIO', module: 'grpc' },
 ];
 
 // Debian installs dnsmasq in /usr/sbin, which a non-root user's PATH often lacks.
@@ -49,10 +54,14 @@ export function locate(env = process.env) {
   const dirs = (env.PATH ?? '').split(delimiter).filter(Boolean);
   return PROGRAMS.map((p) => {
     const given = p.env ? env[p.env] : undefined;
-    const found = given ? (executable(given) ? given : undefined) : dirs.map((d) => join(d, p.program)).find(executable);
+    const usable = (file) => executable(file) && (!p.module || spawnSync(file, ['-c', `import ${p.module}`], { stdio: 'ignore' }).status === 0);
+    const found = given ? (usable(given) ? given : undefined) : dirs.map((d) => join(d, p.program)).find(usable);
     return { ...p, path: found };
   });
 }
+
+/** How a program is named to the user: `python3 with grpc` when a module is what is missing. */
+const named = (p) => (p.module ? `${p.program} with ${p.module}` : p.program);
 
 const packagesOf = (missing) => [...new Set(missing.map((p) => p.pkg))];
 
@@ -77,7 +86,7 @@ export function preflight(env = process.env, say = (line) => process.stdout.writ
   let missing = programs.filter((p) => !p.path);
   if (missing.length > 0 && canInstall(env)) {
     const pkgs = packagesOf(missing);
-    say(`rpcscope: the tests need ${missing.map((p) => p.program).join(', ')}; installing Debian packages: apt-get install -y ${pkgs.join(' ')}`);
+    say(`rpcscope: the tests need ${missing.map(named).join(', ')}; installing Debian packages: apt-get install -y ${pkgs.join(' ')}`);
     if (aptGet(['update', '-qq'], env) && aptGet(['install', '-y', '-qq', ...pkgs], env)) {
       programs = locate(env);
       missing = programs.filter((p) => !p.path);
@@ -88,7 +97,7 @@ export function preflight(env = process.env, say = (line) => process.stdout.writ
   return {
     ok: false,
     programs,
-    message: `rpcscope: the tests need programs that are not installed: ${missing.map((p) => p.program).join(', ')}; install them with: ${sudo}apt-get install -y ${packagesOf(missing).join(' ')}`,
+    message: `rpcscope: the tests need programs that are not installed: ${missing.map(named).join(', ')}; install them with: ${sudo}apt-get install -y ${packagesOf(missing).join(' ')}`,
   };
 }
 

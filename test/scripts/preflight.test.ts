@@ -13,7 +13,7 @@ import { locate, testPath } from '../../scripts/preflight.mjs';
 
 const PREFLIGHT = fileURLToPath(new URL('../../scripts/preflight.mjs', import.meta.url));
 // `npm test` points the suites at what it found; the check must not see those here.
-const OVERRIDES = ['RPCSCOPE_PROMETHEUS', 'RPCSCOPE_PROMTOOL', 'RPCSCOPE_CHROMIUM', 'RPCSCOPE_DNSMASQ'];
+const OVERRIDES = ['RPCSCOPE_PROMETHEUS', 'RPCSCOPE_PROMTOOL', 'RPCSCOPE_CHROMIUM', 'RPCSCOPE_DNSMASQ', 'RPCSCOPE_PYTHON_GRPCIO'];
 
 function preflight(path: string): { status: number | null; lines: string[] } {
   const env: Record<string, string | undefined> = { ...process.env, PATH: path, RPCSCOPE_NO_INSTALL: '1' };
@@ -32,8 +32,8 @@ describe('npm test preflight', () => {
     assert.equal(r.lines.length, 1, r.lines.join('\n'));
     assert.equal(
       r.lines[0],
-      'rpcscope: the tests need programs that are not installed: prometheus, promtool, chromium, dnsmasq, openssl; ' +
-        `install them with: ${process.getuid?.() === 0 ? '' : 'sudo '}apt-get install -y prometheus chromium dnsmasq-base openssl`,
+      'rpcscope: the tests need programs that are not installed: prometheus, promtool, chromium, dnsmasq, openssl, curl, nghttp, h2load, python3 with grpc; ' +
+        `install them with: ${process.getuid?.() === 0 ? '' : 'sudo '}apt-get install -y prometheus chromium dnsmasq-base openssl curl nghttp2-client python3-grpcio`,
     );
   });
 
@@ -44,7 +44,7 @@ describe('npm test preflight', () => {
     const r = preflight(some);
     assert.notEqual(r.status, 0);
     assert.equal(r.lines.length, 1, r.lines.join('\n'));
-    assert.match(r.lines[0] ?? '', /not installed: prometheus, chromium, dnsmasq; install them with: (sudo )?apt-get install -y prometheus chromium dnsmasq-base$/);
+    assert.match(r.lines[0] ?? '', /not installed: prometheus, chromium, dnsmasq, curl, nghttp, h2load, python3 with grpc; install them with: (sudo )?apt-get install -y prometheus chromium dnsmasq-base curl nghttp2-client python3-grpcio$/);
   });
 
   it('passes silently with the PATH npm test uses on this machine', () => {

@@ -58,6 +58,8 @@ export interface Config {
   serviceName: string;
   enforceDeadlines: boolean;
   debugEndpoints: boolean;
+  /** How inbound HTTP/2 is carried: relayed frame by frame, or terminated per call. */
+  dataPlane: 'relay' | 'terminate';
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
   accessLog: string;
   /** The share of calls the access log writes, 0 to 1. */
@@ -284,6 +286,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
     debugEndpoints: v.get('debug-endpoints') as boolean,
+    dataPlane: v.get('data-plane') as Config['dataPlane'],
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });

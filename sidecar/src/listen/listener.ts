@@ -14,6 +14,9 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
+import { noopTracing } from '../observe/call-tracing.ts';
+import { relayApplies } from '../relay/relay-applies.ts';
+import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from './reset-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
 
@@ -46,6 +49,8 @@ export class ProxyListener {
   private readonly h1Sockets = new Set<net.Socket>();
   private draining = false;
   private readonly timeouts: ConnectionTimeouts;
+  /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
+  private readonly relays: RelaySet | undefined;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number, private readonly forward: Forwarders) {
     const { firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs } = ctx.config;
@@ -70,6 +75,7 @@ export class ProxyListener {
       this.refuse(socket, '405 Method Not Allowed', NOT_A_TUNNEL);
     });
 
+    this.relays = relayApplies(ctx.config, ctx.tracing !== noopTracing) ? new RelaySet(ctx, nextConnId) : undefined;
     this.h2 = http2.createServer({ settings: H2_SETTINGS });
     // Streams are taken from each session's own 'stream' event (trackSession), not
     // the server's: a stream may be emitted after its session was destroyed, when
@@ -234,7 +240,9 @@ export class ProxyListener {
       timer.unref();
       socket.once('close', () => clearTimeout(timer));
     }
-    if (h2) {
+    if (h2 && this.relays) {
+      this.relays.add(socket, conn);
+    } else if (h2) {
       this.h2.emit('connection', socket);
     } else {
       this.h1Sockets.add(socket);
@@ -268,7 +276,7 @@ export class ProxyListener {
     tracked[AGED] = true;
     const session = tracked[SESSION];
     if (session) this.goaway(session);
-    else if (conn.active === 0) socket.end();
+    else if (!this.relays?.ageOut(socket) && conn.active === 0) socket.end();
     const grace = setTimeout(() => (session ? session.destroy() : socket.destroy()), this.ctx.config.maxConnectionAgeGraceMs);
     grace.unref();
     socket.once('close', () => clearTimeout(grace));
@@ -324,6 +332,7 @@ export class ProxyListener {
     this.draining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) this.goaway(session);
+    this.relays?.drain();
     // Idle keep-alive connections go now; busy ones are asked to close with their response.
     for (const socket of this.h1Sockets) if (this.connectionOf(socket)?.active === 0) socket.destroy();
     return closed;
@@ -332,6 +341,7 @@ export class ProxyListener {
   /** End whatever is still open (after the drain timeout). */
   destroy(): void {
     for (const session of this.sessions) session.destroy();
+    this.relays?.destroy();
     for (const socket of this.h1Sockets) socket.destroy();
     this.server.close();
   }

@@ -1,7 +1,8 @@
 // Test apps as child processes, so that a test can kill them as a crash would:
 // the gRPC C-core server of test/fixtures/servers/grpcio-metadata-echo.py, run by
-// Debian's python3-grpcio (hence /usr/bin/python3, not whatever python3 comes
-// first on the PATH), and the endless HTTP/2 stream of h2-stream-forever.mjs.
+// Debian's python3-grpcio (the python3 that npm test's preflight found importing
+// grpc, else /usr/bin/python3, not whatever python3 comes first on the PATH), and
+// the endless HTTP/2 stream of h2-stream-forever.mjs.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,7 @@ export interface ServerProcess {
 }
 
 export function startGrpcioServer(args: string[] = []): Promise<ServerProcess> {
-  return startServerProcess('/usr/bin/python3', [GRPCIO, ...args]);
+  return startServerProcess(process.env.RPCSCOPE_PYTHON_GRPCIO ?? '/usr/bin/python3', [GRPCIO, ...args]);
 }
 
 export function startStreamForever(args: string[] = []): Promise<ServerProcess> {

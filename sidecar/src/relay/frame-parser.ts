@@ -1,0 +1,302 @@
+// A streaming HTTP/2 frame reader for one direction of a relayed connection.
+// It reads the bytes as they pass, in whatever pieces the socket delivers (one
+// byte at a time works), and tells its sink what they mean: header blocks
+// (HEADERS + CONTINUATION, reassembled), DATA payloads without their padding,
+// and the control frames. DATA is never buffered; a header block is, up to a cap.
+import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
+
+export interface FrameSink {
+  /** A complete header block: HEADERS (or PUSH_PROMISE) and its CONTINUATIONs. `flags` are the first frame's. */
+  headers(streamId: number, flags: number, block: Buffer, promisedId: number): void;
+  /** Part of a DATA frame's payload, padding excluded; `last` on the frame's final part. */
+  data(streamId: number, chunk: Buffer, flags: number, last: boolean): void;
+  rstStream(streamId: number, code: number): void;
+  settings(flags: number, payload: Buffer): void;
+  goaway(lastStreamId: number, code: number): void;
+  /** Any other complete frame (PRIORITY, PING, WINDOW_UPDATE, unknown types): header only. */
+  other(type: number, flags: number, streamId: number, length: number): void;
+}
+
+export class FrameError extends Error {
+  constructor(readonly h2Code: number, message: string) {
+    super(message);
+  }
+}
+
+const PROTOCOL_ERROR = 0x1;
+const FRAME_SIZE_ERROR = 0x6;
+const ENHANCE_YOUR_CALM = 0xb;
+
+/** The largest frame payload the 24-bit length can state (§4.1); the peer's SETTINGS decide the real cap. */
+const MAX_PAYLOAD = 0xffffff;
+/** Default cap on a header block (HEADERS + CONTINUATIONs): CONTINUATION floods end the connection here. */
+export const DEFAULT_MAX_HEADER_BLOCK = 256 * 1024;
+
+const enum Phase {
+  Preface,
+  Header,
+  /** Buffering a payload that is read whole. */
+  Payload,
+  /** Streaming a DATA payload: its pad length byte, data, then padding. */
+  DataPadLength,
+  Data,
+  DataPadding,
+  /** Skipping a payload nobody reads (PRIORITY, PING, WINDOW_UPDATE, unknown). */
+  Skip,
+  Failed,
+}
+
+export class FrameParser {
+  private phase: Phase;
+  private readonly head = Buffer.alloc(FRAME_HEADER_LENGTH);
+  private fill = 0;
+  private type = 0;
+  private flags = 0;
+  private streamId = 0;
+  private length = 0;
+  /** Payload bytes still to come in the current phase. */
+  private remaining = 0;
+  private padding = 0;
+  private payload: Buffer = Buffer.alloc(0);
+  private payloadFill = 0;
+  /** A header block waiting for its CONTINUATIONs. */
+  private blockStream = 0;
+  private blockFlags = 0;
+  private blockPromised = 0;
+  private blockParts: Buffer[] = [];
+  private blockSize = 0;
+
+  /**
+   * @param expectPreface the client's direction: the connection preface comes first
+   * @param maxHeaderBlock the cap on one header block's size
+   */
+  constructor(private readonly sink: FrameSink, expectPreface: boolean, private readonly maxHeaderBlock = DEFAULT_MAX_HEADER_BLOCK) {
+    this.phase = expectPreface ? Phase.Preface : Phase.Header;
+  }
+
+  /** Whether the bytes so far end on a frame boundary outside a header block: where a frame may be added. */
+  get atBoundary(): boolean {
+    return this.phase === Phase.Header && this.fill === 0 && this.blockParts.length === 0 && this.blockStream === 0;
+  }
+
+  /** Reads the next piece of the stream; throws FrameError on a malformed stream, and stays failed. */
+  push(chunk: Buffer): void {
+    if (this.phase === Phase.Failed) return;
+    try {
+      this.consume(chunk);
+    } catch (err) {
+      this.phase = Phase.Failed;
+      throw err;
+    }
+  }
+
+  private consume(buf: Buffer): void {
+    let i = 0;
+    const n = buf.length;
+    while (i < n) {
+      switch (this.phase) {
+        case Phase.Preface: {
+          const take = Math.min(CLIENT_PREFACE.length - this.fill, n - i);
+          if (buf.compare(CLIENT_PREFACE, this.fill, this.fill + take, i, i + take) !== 0) throw new FrameError(PROTOCOL_ERROR, 'not the HTTP/2 connection preface');
+          this.fill += take;
+          i += take;
+          if (this.fill === CLIENT_PREFACE.length) {
+            this.fill = 0;
+            this.phase = Phase.Header;
+          }
+          break;
+        }
+        case Phase.Header: {
+          if (this.fill === 0 && n - i >= FRAME_HEADER_LENGTH) {
+            this.startFrame(buf, i);
+            i += FRAME_HEADER_LENGTH;
+            break;
+          }
+          const take = Math.min(FRAME_HEADER_LENGTH - this.fill, n - i);
+          buf.copy(this.head, this.fill, i, i + take);
+          this.fill += take;
+          i += take;
+          if (this.fill === FRAME_HEADER_LENGTH) {
+            this.fill = 0;
+            this.startFrame(this.head, 0);
+          }
+          break;
+        }
+        case Phase.Payload: {
+          const take = Math.min(this.remaining, n - i);
+          if (this.payloadFill === 0 && take === this.length) {
+            // The whole payload is in this piece: no copy.
+            this.remaining = 0;
+            i += take;
+            this.endPayload(buf.subarray(i - take, i));
+            break;
+          }
+          buf.copy(this.payload, this.payloadFill, i, i + take);
+          this.payloadFill += take;
+          this.remaining -= take;
+          i += take;
+          if (this.remaining === 0) this.endPayload(this.payload.subarray(0, this.payloadFill));
+          break;
+        }
+        case Phase.DataPadLength: {
+          this.padding = buf[i++]!;
+          this.remaining--;
+          if (this.padding > this.remaining) throw new FrameError(PROTOCOL_ERROR, 'DATA padding longer than its payload');
+          this.remaining -= this.padding;
+          this.phase = Phase.Data;
+          if (this.remaining === 0) this.dataEnd(Buffer.alloc(0));
+          break;
+        }
+        case Phase.Data: {
+          const take = Math.min(this.remaining, n - i);
+          this.remaining -= take;
+          i += take;
+          const part = buf.subarray(i - take, i);
+          if (this.remaining === 0) this.dataEnd(part);
+          else this.sink.data(this.streamId, part, this.flags, false);
+          break;
+        }
+        case Phase.DataPadding:
+        case Phase.Skip: {
+          const take = Math.min(this.remaining, n - i);
+          this.remaining -= take;
+          i += take;
+          if (this.remaining === 0) this.endSkip();
+          break;
+        }
+        case Phase.Failed:
+          return;
+      }
+    }
+  }
+
+  private startFrame(h: Buffer, at: number): void {
+    const length = (h[at]! << 16) | (h[at + 1]! << 8) | h[at + 2]!;
+    const type = h[at + 3]!;
+    const flags = h[at + 4]!;
+    const streamId = h.readUInt32BE(at + 5) & 0x7fffffff;
+    this.length = length;
+    this.type = type;
+    this.flags = flags;
+    this.streamId = streamId;
+    this.remaining = length;
+    if (this.blockStream !== 0 && (type !== FrameType.CONTINUATION || streamId !== this.blockStream)) {
+      throw new FrameError(PROTOCOL_ERROR, 'a header block interrupted before END_HEADERS (RFC 9113 §6.10)');
+    }
+    switch (type) {
+      case FrameType.DATA:
+        if (streamId === 0) throw new FrameError(PROTOCOL_ERROR, 'DATA on stream 0');
+        if (flags & Flag.PADDED) {
+          if (length === 0) throw new FrameError(FRAME_SIZE_ERROR, 'padded DATA without its pad length');
+          this.phase = Phase.DataPadLength;
+          return;
+        }
+        this.padding = 0;
+        this.phase = Phase.Data;
+        if (length === 0) this.dataEnd(Buffer.alloc(0));
+        return;
+      case FrameType.HEADERS:
+      case FrameType.PUSH_PROMISE:
+      case FrameType.CONTINUATION:
+        if (streamId === 0) throw new FrameError(PROTOCOL_ERROR, 'header block on stream 0');
+        if (type === FrameType.CONTINUATION && this.blockStream === 0) throw new FrameError(PROTOCOL_ERROR, 'CONTINUATION without a header block');
+        if (this.blockSize + length > this.maxHeaderBlock) throw new FrameError(ENHANCE_YOUR_CALM, `header block larger than ${this.maxHeaderBlock} bytes`);
+        return this.readWhole(length);
+      case FrameType.RST_STREAM:
+        if (length !== 4) throw new FrameError(FRAME_SIZE_ERROR, 'RST_STREAM length is not 4');
+        return this.readWhole(length);
+      case FrameType.SETTINGS:
+        if (length % 6 !== 0 || ((flags & Flag.ACK) !== 0 && length !== 0)) throw new FrameError(FRAME_SIZE_ERROR, 'SETTINGS length');
+        if (length > 64 * 6) throw new FrameError(ENHANCE_YOUR_CALM, 'SETTINGS frame of more than 64 settings');
+        return this.readWhole(length);
+      case FrameType.GOAWAY:
+        if (length < 8) throw new FrameError(FRAME_SIZE_ERROR, 'GOAWAY shorter than 8 bytes');
+        // Only the first 8 bytes are read; the debug data is relayed, never kept.
+        return this.readWhole(length);
+      default:
+        this.phase = Phase.Skip;
+        if (length === 0) this.endSkip();
+    }
+  }
+
+  private readWhole(length: number): void {
+    if (length > MAX_PAYLOAD) throw new FrameError(FRAME_SIZE_ERROR, 'frame too large');
+    this.phase = Phase.Payload;
+    this.payloadFill = 0;
+    if (length === 0) return this.endPayload(Buffer.alloc(0));
+    if (this.payload.length < length) this.payload = Buffer.allocUnsafe(Math.max(length, 1024));
+  }
+
+  private dataEnd(part: Buffer): void {
+    if (this.padding > 0) {
+      this.sink.data(this.streamId, part, this.flags, true);
+      this.phase = Phase.DataPadding;
+      this.remaining = this.padding;
+      this.padding = 0;
+      return;
+    }
+    this.phase = Phase.Header;
+    this.sink.data(this.streamId, part, this.flags, true);
+  }
+
+  private endSkip(): void {
+    this.phase = Phase.Header;
+    if (this.type !== FrameType.DATA) this.sink.other(this.type, this.flags, this.streamId, this.length);
+  }
+
+  private endPayload(p: Buffer): void {
+    this.phase = Phase.Header;
+    const { type, flags, streamId } = this;
+    switch (type) {
+      case FrameType.HEADERS:
+      case FrameType.PUSH_PROMISE: {
+        let start = 0;
+        let end = p.length;
+        if (flags & Flag.PADDED) {
+          if (p.length < 1) throw new FrameError(FRAME_SIZE_ERROR, 'padded frame without its pad length');
+          end -= p[0]!;
+          start = 1;
+        }
+        let promised = 0;
+        if (type === FrameType.PUSH_PROMISE) {
+          if (end - start < 4) throw new FrameError(FRAME_SIZE_ERROR, 'PUSH_PROMISE without its promised stream');
+          promised = p.readUInt32BE(start) & 0x7fffffff;
+          start += 4;
+        } else if (flags & Flag.PRIORITY) start += 5;
+        if (end < start) throw new FrameError(PROTOCOL_ERROR, 'padding longer than the frame');
+        this.blockFlags = flags;
+        this.blockPromised = promised;
+        return this.blockPart(streamId, p.subarray(start, end), (flags & Flag.END_HEADERS) !== 0);
+      }
+      case FrameType.CONTINUATION:
+        return this.blockPart(streamId, p, (flags & Flag.END_HEADERS) !== 0);
+      case FrameType.RST_STREAM:
+        if (streamId === 0) throw new FrameError(PROTOCOL_ERROR, 'RST_STREAM on stream 0');
+        return this.sink.rstStream(streamId, p.readUInt32BE(0));
+      case FrameType.SETTINGS:
+        if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'SETTINGS on a stream');
+        return this.sink.settings(flags, p);
+      case FrameType.GOAWAY:
+        if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'GOAWAY on a stream');
+        return this.sink.goaway(p.readUInt32BE(0) & 0x7fffffff, p.readUInt32BE(4));
+    }
+  }
+
+  private blockPart(streamId: number, fragment: Buffer, endHeaders: boolean): void {
+    if (endHeaders && this.blockParts.length === 0) {
+      this.blockStream = 0;
+      this.blockSize = 0;
+      return this.sink.headers(streamId, this.blockFlags, fragment, this.blockPromised);
+    }
+    // The fragment may live in the reused payload buffer: keep a copy.
+    this.blockParts.push(Buffer.from(fragment));
+    this.blockSize += fragment.length;
+    this.blockStream = streamId;
+    if (!endHeaders) return;
+    const block = Buffer.concat(this.blockParts);
+    this.blockParts = [];
+    this.blockStream = 0;
+    this.blockSize = 0;
+    this.sink.headers(streamId, this.blockFlags, block, this.blockPromised);
+  }
+}

@@ -1,0 +1,217 @@
+// An HPACK decoder (RFC 7541) that follows one direction of a connection it
+// does not terminate: the header blocks pass through untouched, and this copy
+// of the peer's decoding state reads the same headers the peer reads.
+//
+// Strings are latin1 (one char per octet), so a string's length is its size in
+// octets and the dynamic table's size (§4.1) stays exact for any bytes.
+import { huffmanDecode } from './hpack-huffman.ts';
+import { STATIC_LENGTH, STATIC_TABLE } from './hpack-static-table.ts';
+
+/** §4.1: each entry costs its name and value octets plus 32. */
+const ENTRY_OVERHEAD = 32;
+/** SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2). */
+export const DEFAULT_TABLE_SIZE = 4096;
+
+export class HpackError extends Error {
+  readonly code = 'COMPRESSION_ERROR';
+}
+
+/**
+ * Decoded headers, flat: name, value, name, value… Reused by the next decode of
+ * the same decoder: a caller that keeps them copies them.
+ */
+export type HeaderList = string[];
+
+export class HpackDecoder {
+  // The dynamic table as a ring: `head` is the newest entry (index 62).
+  private names: string[] = new Array(64);
+  private values: string[] = new Array(64);
+  private head = 0;
+  private count = 0;
+  private size = 0;
+  private maxSize: number;
+  private readonly out: HeaderList = [];
+
+  /**
+   * @param limit the largest table size the encoder may ask for: the decoding
+   * peer's SETTINGS_HEADER_TABLE_SIZE (raise it with `setLimit` as SETTINGS pass).
+   */
+  constructor(private limit = DEFAULT_TABLE_SIZE) {
+    this.maxSize = limit;
+  }
+
+  setLimit(limit: number): void {
+    this.limit = limit;
+  }
+
+  /** The dynamic table's current size in octets (§4.1). */
+  get tableSize(): number {
+    return this.size;
+  }
+
+  /** The dynamic table's entries, newest first (index 62 first). */
+  entries(): [string, string][] {
+    const list: [string, string][] = [];
+    for (let i = 0; i < this.count; i++) {
+      const at = (this.head + i) & (this.names.length - 1);
+      list.push([this.names[at]!, this.values[at]!]);
+    }
+    return list;
+  }
+
+  /** Decodes one complete header block; throws HpackError on malformed input. */
+  decode(block: Uint8Array): HeaderList {
+    const out = this.out;
+    out.length = 0;
+    let i = 0;
+    const end = block.length;
+    let headerSeen = false;
+    while (i < end) {
+      const b = block[i]!;
+      if (b & 0x80) {
+        // §6.1 indexed header field.
+        const index = readInt(block, i, 7);
+        i = cursor;
+        if (index === 0) throw new HpackError('indexed header field with index 0');
+        this.pushIndexed(out, index);
+        headerSeen = true;
+      } else if (b & 0x40) {
+        // §6.2.1 literal with incremental indexing.
+        i = this.literal(block, i, 6, out);
+        const n = out.length;
+        this.insert(out[n - 2]!, out[n - 1]!);
+        headerSeen = true;
+      } else if (b & 0x20) {
+        // §6.3 dynamic table size update: only before the first field of a block (§4.2).
+        if (headerSeen) throw new HpackError('dynamic table size update after a header field');
+        const size = readInt(block, i, 5);
+        i = cursor;
+        if (size > this.limit) throw new HpackError(`dynamic table size update to ${size} above the limit ${this.limit}`);
+        this.maxSize = size;
+        this.evict(0);
+      } else {
+        // §6.2.2 without indexing, §6.2.3 never indexed: both 4-bit prefixes.
+        i = this.literal(block, i, 4, out);
+        headerSeen = true;
+      }
+    }
+    return out;
+  }
+
+  private pushIndexed(out: HeaderList, index: number): void {
+    if (index <= STATIC_LENGTH) {
+      const e = STATIC_TABLE[index]!;
+      out.push(e[0], e[1]);
+      return;
+    }
+    const d = index - STATIC_LENGTH - 1;
+    if (d >= this.count) throw new HpackError(`index ${index} beyond the dynamic table`);
+    const at = (this.head + d) & (this.names.length - 1);
+    out.push(this.names[at]!, this.values[at]!);
+  }
+
+  private nameAt(index: number): string {
+    if (index <= STATIC_LENGTH) return STATIC_TABLE[index]![0];
+    const d = index - STATIC_LENGTH - 1;
+    if (d >= this.count) throw new HpackError(`name index ${index} beyond the dynamic table`);
+    return this.names[(this.head + d) & (this.names.length - 1)]!;
+  }
+
+  /** A literal field (§6.2) whose representation starts at `i` with an N-bit index prefix. */
+  private literal(block: Uint8Array, i: number, prefix: number, out: HeaderList): number {
+    const index = readInt(block, i, prefix);
+    const name = index === 0 ? readString(block, cursor) : this.nameAt(index);
+    const value = readString(block, cursor);
+    out.push(name, value);
+    return cursor;
+  }
+
+  private insert(name: string, value: string): void {
+    const cost = name.length + value.length + ENTRY_OVERHEAD;
+    // §4.4: an entry larger than the table empties it and is not added.
+    if (cost > this.maxSize) return this.evict(0);
+    this.evict(this.maxSize - cost);
+    if (this.count === this.names.length) this.grow();
+    const cap = this.names.length;
+    this.head = (this.head - 1 + cap) & (cap - 1);
+    this.names[this.head] = name;
+    this.values[this.head] = value;
+    this.count++;
+    this.size += cost;
+  }
+
+  /** Drops the oldest entries until the table fits `room` octets. */
+  private evict(room: number): void {
+    const mask = this.names.length - 1;
+    while (this.size > Math.min(room, this.maxSize) && this.count > 0) {
+      const at = (this.head + this.count - 1) & mask;
+      this.size -= this.names[at]!.length + this.values[at]!.length + ENTRY_OVERHEAD;
+      this.names[at] = '';
+      this.values[at] = '';
+      this.count--;
+    }
+  }
+
+  private grow(): void {
+    const cap = this.names.length;
+    const names: string[] = new Array(cap * 2);
+    const values: string[] = new Array(cap * 2);
+    for (let k = 0; k < this.count; k++) {
+      names[k] = this.names[(this.head + k) & (cap - 1)]!;
+      values[k] = this.values[(this.head + k) & (cap - 1)]!;
+    }
+    this.names = names;
+    this.values = values;
+    this.head = 0;
+  }
+}
+
+/** Where the last readInt or readString stopped: a module variable rather than a returned tuple, so that reading allocates nothing. */
+let cursor = 0;
+
+/** §5.1 integer with an N-bit prefix, from offset `i`; leaves `cursor` after it. */
+function readInt(block: Uint8Array, i: number, prefix: number): number {
+  const mask = (1 << prefix) - 1;
+  let value = block[i]! & mask;
+  i++;
+  if (value < mask) {
+    cursor = i;
+    return value;
+  }
+  let shift = 0;
+  for (;;) {
+    if (i >= block.length) throw new HpackError('integer runs past the end of the block');
+    const b = block[i++]!;
+    value += (b & 0x7f) * 2 ** shift;
+    shift += 7;
+    if ((b & 0x80) === 0) break;
+    // Nothing in a header block needs more than 2^28; a longer run is hostile.
+    if (shift > 28) throw new HpackError('integer too large');
+  }
+  cursor = i;
+  return value;
+}
+
+/** §5.2 string literal from offset `i`; leaves `cursor` after it. */
+function readString(block: Uint8Array, i: number): string {
+  if (i >= block.length) throw new HpackError('string literal runs past the end of the block');
+  const huffman = (block[i]! & 0x80) !== 0;
+  const len = readInt(block, i, 7);
+  const start = cursor;
+  const end = start + len;
+  if (end > block.length) throw new HpackError('string literal runs past the end of the block');
+  cursor = end;
+  if (!huffman) return latin1(block, start, end);
+  const s = huffmanDecode(block, start, end);
+  if (s === undefined) throw new HpackError('invalid Huffman code');
+  return s;
+}
+
+function latin1(block: Uint8Array, start: number, end: number): string {
+  if (end - start <= 32) {
+    let s = '';
+    for (let k = start; k < end; k++) s += String.fromCharCode(block[k]!);
+    return s;
+  }
+  return Buffer.from(block.buffer, block.byteOffset + start, end - start).toString('latin1');
+}

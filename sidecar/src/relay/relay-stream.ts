@@ -1,0 +1,77 @@
+// One relayed stream's observation: the call it is, read off the request and
+// response frames as they pass, fed to the same Call (and so the same records
+// and metrics) as the terminating path.
+import type { ConnectionRecord } from '../observe/observer.ts';
+import { detect } from '../protocol/detect.ts';
+import { Call, now } from '../proxy/call.ts';
+import type { ProxyContext } from '../proxy/context.ts';
+import type { HeaderList } from './hpack-decoder.ts';
+
+type HeaderBag = Record<string, string | string[]>;
+
+/** The decoded block as the header object node:http2 would give (repeated names become a list). */
+export function headerBag(list: HeaderList): HeaderBag {
+  const bag: HeaderBag = {};
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    const value = list[i + 1]!;
+    const had = bag[name];
+    if (had === undefined) bag[name] = value;
+    else if (Array.isArray(had)) had.push(value);
+    else bag[name] = [had, value];
+  }
+  return bag;
+}
+
+function text(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export class RelayStream {
+  readonly call: Call;
+  /** Final response headers seen (1xx excluded). */
+  responded = false;
+  /** The upstream's END_STREAM was seen. */
+  responseEnded = false;
+  /** The client's END_STREAM was seen. */
+  requestEnded = false;
+  private trailers = false;
+  /** The request's content-type, for an answer the relay gives itself. */
+  readonly contentType: string | undefined;
+
+  constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string) {
+    const method = text(headers[':method']) ?? 'GET';
+    const path = text(headers[':path']) ?? '/';
+    const q = path.indexOf('?');
+    this.contentType = text(headers['content-type']);
+    const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
+    this.call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
+    this.call.sent(upstreamAuthority);
+  }
+
+  /** A response header block: the headers, or (after them) the trailers; a 1xx is neither. */
+  responseHeaders(headers: HeaderBag, connectedAt: number | undefined): void {
+    const { record, tap } = this.call;
+    if (this.responded) {
+      this.trailers = true;
+      return tap.responseTrailers(headers);
+    }
+    const status = Number(text(headers[':status']));
+    if (status >= 100 && status < 200) return;
+    this.responded = true;
+    record.upstreamHeadersTime = now();
+    // A call that waited for the upstream connection reached the upstream only once it was up.
+    if (connectedAt !== undefined && connectedAt > record.upstreamStartTime!) record.upstreamStartTime = connectedAt;
+    tap.responseHeaders(status, headers);
+  }
+
+  /** The response carried its own proof of completeness: trailers, or its protocol's status frame. */
+  provedEnd(): boolean {
+    return this.trailers || this.call.tap.sawEndFrame();
+  }
+
+  responseEnd(): void {
+    this.responseEnded = true;
+    this.call.record.upstreamEndTime = now();
+  }
+}

@@ -1,0 +1,34 @@
+// Which settings send inbound HTTP/2 to the relay, and which keep the
+// terminating path, read from the command line as a user gives it.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadConfig, type Config } from '../../src/config/load.ts';
+import { relayApplies } from '../../src/relay/relay-applies.ts';
+
+function config(...args: string[]): Config {
+  const r = loadConfig(['--upstream', 'http://127.0.0.1:8080', ...args], {});
+  assert.equal(r.kind, 'run');
+  return (r as { config: Config }).config;
+}
+
+describe('relayApplies', () => {
+  it('keeps the terminating path by default', () => {
+    assert.equal(config().dataPlane, 'terminate');
+    assert.equal(relayApplies(config(), false), false);
+  });
+
+  it('relays with --data-plane relay, also with deadlines enforced and a connection age', () => {
+    assert.equal(relayApplies(config('--data-plane', 'relay'), false), true);
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--enforce-deadlines', '--max-connection-age', '5m'), false), true);
+  });
+
+  it('keeps the terminating path where a call needs an upstream of its own', () => {
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--mode', 'outbound'), false), false);
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--grpc-upstream', 'http://127.0.0.1:9090'), false), false);
+    assert.equal(relayApplies(config('--data-plane', 'relay'), true), false, 'tracing injects a traceparent');
+  });
+
+  it('refuses a data plane it does not know, naming the flag', () => {
+    assert.throws(() => config('--data-plane', 'splice'), /--data-plane/);
+  });
+});

@@ -1,0 +1,204 @@
+// The two data planes side by side: the same scripted calls through a sidecar
+// that terminates HTTP/2 and one that relays its frames (--data-plane relay),
+// in front of the same upstream, must leave the same rpcscope_* series on
+// /metrics. Then real HTTP/2 clients through the relay: nghttp and h2load.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import * as grpc from '@grpc/grpc-js';
+import { EchoService, GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
+import { parseExposition, type Sample } from '../support/metrics-text.ts';
+import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
+
+interface Client extends grpc.Client {
+  Echo(req: Partial<EchoRequestObject>, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
+  ServerStream(req: Partial<EchoRequestObject>, opts?: grpc.CallOptions): grpc.ClientReadableStream<EchoResponseObject>;
+}
+
+function unary(client: Client, req: Partial<EchoRequestObject>, opts: grpc.CallOptions = {}): Promise<grpc.ServiceError | null> {
+  return new Promise((resolve) => client.Echo(req, opts, (err) => resolve(err)));
+}
+
+function drainStream(stream: grpc.ClientReadableStream<EchoResponseObject>, cancelAfter?: number): Promise<{ messages: number; code: number }> {
+  return new Promise((resolve) => {
+    let messages = 0;
+    stream.on('data', () => {
+      messages++;
+      if (messages === cancelAfter) stream.cancel();
+    });
+    stream.on('error', (err: grpc.ServiceError) => resolve({ messages, code: err.code }));
+    stream.on('end', () => resolve({ messages, code: 0 }));
+  });
+}
+
+async function waitFor(fn: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Runs a program to its end without blocking this process, where the upstreams live. */
+function run(cmd: string, args: string[], timeoutMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+async function scrape(sc: SidecarProcess): Promise<Sample[]> {
+  return parseExposition(await (await fetch(`${sc.adminUrl}/metrics`)).text());
+}
+
+/**
+ * The series both planes must agree on: counts of calls, messages, payload sizes
+ * (count and sum), resets, deadlines, streams and unary calls — everything but
+ * times, connections, GOAWAYs (connection events: the terminating path pools its
+ * upstream connections, the relay has one per client connection) and the process.
+ */
+const COMPARED = /^rpcscope_(calls_total|messages_total|stream_resets_total|payload_bytes_(count|sum)|deadline_requested_seconds_count|deadline_used_ratio_count|deadline_exceeded_total|calls_without_deadline_total|deadline_header_invalid_total|call_duration_seconds_count|stream_duration_seconds_count|stream_first_message_seconds_count|upstream_calls_total|calls_active|internal_errors_total|connections_terminated_total)$/;
+
+function compared(samples: Sample[]): string[] {
+  return samples
+    .filter((s) => COMPARED.test(s.name))
+    .map((s) => `${s.name}{${Object.entries(s.labels).sort().map(([k, v]) => `${k}="${v}"`).join(',')}} ${s.value}`)
+    .sort();
+}
+
+/** The script: each kind of call once, from real clients. */
+async function runScript(sc: SidecarProcess): Promise<void> {
+  const client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure()) as unknown as Client;
+  try {
+    assert.equal(await unary(client, { message: 'ok', responseSize: 256 }), null);
+    assert.equal((await unary(client, { message: 'no', failCode: grpc.status.NOT_FOUND }))?.code, grpc.status.NOT_FOUND);
+    assert.deepEqual(await drainStream(client.ServerStream({ message: 's', responses: 7, responseSize: 100 })), { messages: 7, code: 0 });
+    const cancelled = await drainStream(client.ServerStream({ message: 'c', responses: 1000, delayMs: 300 }), 2);
+    assert.equal(cancelled.code, grpc.status.CANCELLED);
+    assert.equal(await unary(client, { message: 'deadline' }, { deadline: Date.now() + 10_000 }), null);
+  } finally {
+    client.close();
+  }
+  const connect = createClient(EchoService, createConnectTransport({ baseUrl: sc.url, httpVersion: '2', useBinaryFormat: false }));
+  assert.equal((await connect.echo({ message: 'connect', responseSize: 10 }, { timeoutMs: 10_000 })).message, 'connect');
+  const session = http2.connect(sc.url);
+  try {
+    for (const [method, path, body] of [['GET', '/v1/echo/42', undefined], ['POST', '/v1/echo', '{"message":"rest"}']] as const) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = session.request({ ':method': method, ':path': path, ...(body ? { 'content-type': 'application/json' } : {}) }, { endStream: !body });
+        let s = 0;
+        req.on('response', (h) => (s = Number(h[':status'])));
+        req.on('error', reject);
+        req.on('close', () => resolve(s));
+        req.resume();
+        if (body) req.end(body);
+      });
+      assert.ok(status >= 200 && status < 500, `${method} ${path}: ${status}`);
+    }
+  } finally {
+    session.close();
+  }
+}
+
+describe('the relay and the terminating path observe the same calls', () => {
+  let upstream: Upstream;
+  let terminate: SidecarProcess;
+  let relay: SidecarProcess;
+  before(async () => {
+    upstream = await startConnectEcho();
+    terminate = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'terminate']);
+    relay = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'relay']);
+  });
+  after(async () => {
+    await terminate.stop();
+    await relay.stop();
+    await upstream.close();
+  });
+
+  it('scrapes equal rpcscope_* series after the same script', async () => {
+    for (const sc of [terminate, relay]) {
+      await runScript(sc);
+      // The cancelled stream ends at the sidecar a moment after the client has moved on.
+      await waitFor(async () => (await scrape(sc)).filter((s) => s.name === 'rpcscope_calls_active').every((s) => s.value === 0), 5000);
+    }
+    const [t, r] = [compared(await scrape(terminate)), compared(await scrape(relay))];
+    assert.ok(t.some((line) => line.startsWith('rpcscope_calls_total') && line.includes('code="CANCELLED"')), 'the script cancels a call');
+    // The relay really carried them: one upstream connection for each HTTP/2 client connection.
+    const opened = (samples: Sample[], side: string): number =>
+      samples.filter((x) => (x.name === 'rpcscope_connections_active' || x.name === 'rpcscope_connection_duration_seconds_count') && x.labels.side === side && x.labels.http_version === '2').reduce((n, x) => n + x.value, 0);
+    const relayed = await scrape(relay);
+    assert.ok(opened(relayed, 'downstream') >= 3);
+    assert.equal(opened(relayed, 'upstream'), opened(relayed, 'downstream'));
+    assert.deepEqual(r.filter((line) => !t.includes(line)), [], 'only through the relay');
+    assert.deepEqual(t.filter((line) => !r.includes(line)), [], 'only through the terminating path');
+  });
+});
+
+describe('real HTTP/2 clients through the relay', () => {
+  let upstream: Upstream;
+  let grpcUpstream: http2.Http2Server;
+  let relay: SidecarProcess;
+  let grpcRelay: SidecarProcess;
+  before(async () => {
+    upstream = await startConnectEcho();
+    relay = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'relay']);
+    // A minimal h2c gRPC server: one 256-byte message and grpc-status 0 for every call.
+    const reply = Buffer.concat([Buffer.from([0, 0, 0, 1, 0]), Buffer.alloc(256, 7)]);
+    grpcUpstream = http2.createServer();
+    grpcUpstream.on('stream', (stream) => {
+      stream.on('error', () => {});
+      stream.resume();
+      stream.on('end', () => {
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end(reply);
+      });
+    });
+    await new Promise<void>((r) => grpcUpstream.listen(0, '127.0.0.1', r));
+    grpcRelay = await startSidecarProcess(['--upstream', `http://127.0.0.1:${(grpcUpstream.address() as AddressInfo).port}`, '--data-plane', 'relay']);
+  });
+  after(async () => {
+    await relay.stop();
+    await grpcRelay.stop();
+    await upstream.close();
+    await new Promise((r) => grpcUpstream.close(r));
+  });
+
+  it('nghttp -v gets its answer', async () => {
+    const r = await run('nghttp', ['-v', `${relay.url}/v1/echo/42`], 20_000);
+    assert.equal(r.status, 0, r.stderr);
+    // nghttp opens its request on stream 13, after PRIORITY frames for idle streams 3 to 11.
+    assert.match(r.stdout, /recv \(stream_id=13\) :status: 200/);
+    assert.match(r.stdout, /recv DATA frame <length=\d+, flags=0x01, stream_id=13>/);
+  });
+
+  it('h2load -n 1000 -c 4 -m 10: every call succeeds and is counted once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rpcscope-relay-h2load-'));
+    const body = join(dir, 'message.bin');
+    writeFileSync(body, Buffer.concat([Buffer.from([0, 0, 0, 1, 0]), Buffer.alloc(256, 1)]));
+    const r = await run('h2load', ['-n', '1000', '-c', '4', '-m', '10', '-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `${grpcRelay.url}/bench.v1.Bench/Unary`], 60_000);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /requests: 1000 total, 1000 started, 1000 done, 1000 succeeded, 0 failed, 0 errored/);
+    await waitFor(async () => {
+      const ok = (await scrape(grpcRelay)).filter((s) => s.name === 'rpcscope_calls_total' && s.labels.code === 'OK');
+      return ok.reduce((n, s) => n + s.value, 0) === 1000;
+    }, 5000);
+    const messages = (await scrape(grpcRelay)).filter((s) => s.name === 'rpcscope_messages_total');
+    assert.deepEqual(messages.map((s) => [s.labels.flow, s.value]).sort(), [['request', 1000], ['response', 1000]]);
+  });
+});
