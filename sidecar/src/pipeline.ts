@@ -42,7 +42,7 @@ export interface Observation {
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
   /** Families served on /metrics after the call metrics (the translation metrics). */
-  addMetrics?(render: () => string): void;
+  addMetrics?(render: (openMetrics: boolean) => string): void;
   shutdown(): Promise<void>;
 }
 
@@ -115,11 +115,11 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     nextConnId,
   };
 
-  observation.addMetrics?.(() => ctx.retries.render());
+  observation.addMetrics?.((openMetrics) => ctx.retries.render(openMetrics));
   const translating = ctx.translating;
-  if (translating) observation.addMetrics?.(() => translating.metrics.render());
+  if (translating) observation.addMetrics?.((openMetrics) => translating.metrics.render(openMetrics));
   const shadow = translating?.shadow;
-  if (shadow) observation.addMetrics?.(() => shadow.render());
+  if (shadow) observation.addMetrics?.((openMetrics) => shadow.render(openMetrics));
 
   await upstreams.start();
   const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);

@@ -7,6 +7,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { startPrometheus } from '../support/prometheus.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -54,10 +55,11 @@ async function startOtlpReceiver(): Promise<{ url: string; spans: OtlpSpan[]; cl
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-function grpcCall(url: string): Promise<void> {
+/** A gRPC call continuing the caller's trace, or (`traceparent` empty) one the sidecar starts a trace for. */
+function grpcCall(url: string, traceparent = CALLER_TRACEPARENT): Promise<void> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
-    const req = session.request({ ':method': 'POST', ':path': '/order.v1.OrderService/GetOrder', 'content-type': 'application/grpc', te: 'trailers', traceparent: CALLER_TRACEPARENT });
+    const req = session.request({ ':method': 'POST', ':path': '/order.v1.OrderService/GetOrder', 'content-type': 'application/grpc', te: 'trailers', ...(traceparent ? { traceparent } : {}) });
     req.on('error', reject);
     req.resume();
     req.on('close', () => {
@@ -119,6 +121,40 @@ describe('tracing', () => {
     while (rest().length < paths.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(rest().map((s) => s.name).sort(), ['GET /v1/orders/{id}', 'GET /v1/orders/{id}', 'GET /v1/users/{id}/cart']);
     assert.deepEqual([...new Set(rest().map((s) => s.attributes.find((a) => a.key === 'http.route')?.value.stringValue))].sort(), ['/v1/orders/{id}', '/v1/users/{id}/cart']);
+  });
+
+  it('gives a Prometheus with exemplar storage the traces of its calls as latency exemplars', async () => {
+    const prom = await startPrometheus({ targets: [{ address: new URL(traced.adminUrl).host, labels: { sidecar: 'traced' } }], features: ['exemplar-storage'] });
+    try {
+      const start = Date.now() / 1000 - 1;
+      // Calls without a traceparent: each gets a trace of the sidecar's own, so an
+      // exemplar with such a trace names one of these calls (the earlier tests' calls
+      // share the caller's trace). Calls go on until Prometheus has one: it scrapes
+      // every second, and a bucket's exemplar changes at most once a second.
+      let exemplars: { labels: Record<string, string>; value: string }[] = [];
+      const ours = (e: { labels: Record<string, string> }): boolean => e.labels.trace_id !== TRACE_ID;
+      const until = Date.now() + 20_000;
+      while (!exemplars.some(ours) && Date.now() < until) {
+        await grpcCall(traced.url, '');
+        await new Promise((r) => setTimeout(r, 200));
+        const found = await prom.queryExemplars('rpcscope_call_duration_seconds_bucket', start, Date.now() / 1000 + 1);
+        exemplars = found.flatMap((s) => s.exemplars);
+      }
+      assert.ok(exemplars.some(ours), `Prometheus stored no exemplar naming this test's calls: ${JSON.stringify(exemplars)}`);
+      // The same scrapes stored the counters, whose OpenMetrics family names drop _total.
+      assert.ok((await prom.waitForData('rpcscope_calls_total{sidecar="traced"}')).length > 0);
+
+      const spanDeadline = Date.now() + 5000;
+      const exported = (e: { labels: Record<string, string> }): boolean => receiver.spans.some((s) => s.traceId === e.labels.trace_id && s.spanId === e.labels.span_id);
+      while (!exemplars.every(exported) && Date.now() < spanDeadline) await new Promise((r) => setTimeout(r, 50));
+      for (const e of exemplars) {
+        assert.match(e.labels.trace_id ?? '', /^[0-9a-f]{32}$/);
+        assert.ok(exported(e), `exemplar ${JSON.stringify(e.labels)} names no span the sidecar exported`);
+        assert.ok(Number(e.value) > 0 && Number(e.value) < 5, `exemplar value ${e.value} is not a call latency in seconds`);
+      }
+    } finally {
+      await prom.stop();
+    }
   });
 
   it('is off by default: the traceparent passes through untouched', async () => {

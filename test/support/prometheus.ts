@@ -36,12 +36,21 @@ export interface PrometheusOptions {
   job?: string;
   /** Further scrape jobs, as written in a prometheus.yml (for testing relabelling). */
   rawScrapeConfigs?: unknown[];
+  /** Feature flags (`--enable-feature=…`), e.g. `exemplar-storage`. */
+  features?: string[];
+}
+
+export interface PromExemplars {
+  seriesLabels: Record<string, string>;
+  exemplars: { labels: Record<string, string>; value: string; timestamp: number }[];
 }
 
 export interface RunningPrometheus {
   url: string;
   query(expr: string, time?: number): Promise<PromSample[]>;
   queryRange(expr: string, start: number, end: number, stepSeconds: number): Promise<PromSeries[]>;
+  /** `/api/v1/query_exemplars` (needs the `exemplar-storage` feature). */
+  queryExemplars(expr: string, start: number, end: number): Promise<PromExemplars[]>;
   /** Polls until `expr` returns at least one sample, or throws after `timeoutMs`. */
   waitForData(expr: string, timeoutMs?: number): Promise<PromSample[]>;
   stop(): Promise<void>;
@@ -108,6 +117,7 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
       `--storage.tsdb.path=${join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
       '--log.level=warn',
+      ...(opts.features ?? []).map((f) => `--enable-feature=${f}`),
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -161,6 +171,17 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<RunningP
     url,
     query,
     queryRange,
+    async queryExemplars(expr, start, end) {
+      // Unlike the query endpoints, the answer's data is the list itself.
+      const res = await fetch(`${url}/api/v1/query_exemplars`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ query: expr, start: String(start), end: String(end) }).toString(),
+      });
+      const body = (await res.json()) as { status: string; data?: PromExemplars[]; error?: string };
+      if (body.status !== 'success' || body.data === undefined) throw new Error(`prometheus query_exemplars ${expr}: ${res.status}: ${body.error ?? ''}`);
+      return body.data;
+    },
     async waitForData(expr, timeoutMs = 20_000) {
       const until = Date.now() + timeoutMs;
       for (;;) {

@@ -2,7 +2,7 @@
 // upstream a traceparent naming the sidecar's span. Off unless the standard
 // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set: then spans go out over OTLP/HTTP.
 // Off is the no-op object below, and then traceparent passes through untouched.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -20,12 +20,15 @@ export interface CallTracing {
   /** Opens the call's span; returns the traceparent to send upstream, or undefined to forward the caller's as it is. */
   start(call: CallRecord, headers: HeaderBag): string | undefined;
   end(call: CallRecord): void;
+  /** The open span of a call (between start and end), for the latency exemplars; undefined when tracing is off. */
+  spanOf(call: CallRecord): SpanContext | undefined;
   shutdown(): Promise<void>;
 }
 
 export const noopTracing: CallTracing = {
   start: () => undefined,
   end() {},
+  spanOf: () => undefined,
   shutdown: async () => {},
 };
 
@@ -68,6 +71,10 @@ class OtlpCallTracing implements CallTracing {
     const carrier: Record<string, string> = {};
     propagator.inject(trace.setSpan(parent, span), carrier, defaultTextMapSetter);
     return carrier.traceparent;
+  }
+
+  spanOf(call: CallRecord): SpanContext | undefined {
+    return this.spans.get(call)?.spanContext();
   }
 
   end(call: CallRecord): void {

@@ -2,10 +2,35 @@
 // instruments hash their attributes on every `record()` (a sort and a
 // JSON.stringify, ~2.4 µs); here each label set is bound to a cell once, when
 // first seen, after which an observation is a field increment. A scrape renders
-// the cells as Prometheus text (prometheus-text.ts), each cell's label text
-// rendered once, on its first scrape.
+// the cells as Prometheus text (prometheus-text.ts) or, when asked, OpenMetrics
+// text (openmetrics-text.ts), each cell's label text rendered once, on its first
+// scrape.
 import type { Attributes } from '@opentelemetry/api';
+import { counterSampleName, exemplarSuffix, openMetricsHeader } from './openmetrics-text.ts';
 import { familyHeader, labelText, sampleLine, sampleValue } from './prometheus-text.ts';
+
+/**
+ * A bucket's exemplar is replaced at most this often: with tracing on, a busy
+ * bucket then costs one trace lookup a second, and every other call one
+ * comparison. Prometheus scrapes every 15 s or more, so it still sees a recent one.
+ */
+export const EXEMPLAR_INTERVAL_MS = 1000;
+
+/** Per bucket, the latest sampled call's trace; `traceIds[i] === ''` while bucket i has none. */
+class BucketExemplars {
+  readonly traceIds: string[];
+  readonly spanIds: string[];
+  readonly values: Float64Array;
+  /** Unix milliseconds; -Infinity while none, so the first offer is always due. */
+  readonly times: Float64Array;
+
+  constructor(buckets: number) {
+    this.traceIds = new Array<string>(buckets).fill('');
+    this.spanIds = new Array<string>(buckets).fill('');
+    this.values = new Float64Array(buckets);
+    this.times = new Float64Array(buckets).fill(-Infinity);
+  }
+}
 
 /** A counter's or a gauge's current value. */
 export class ValueCell {
@@ -23,18 +48,36 @@ export class HistogramCell {
   /** `{labels}` and `{labels,le="` rendered on the first scrape. */
   braces: string | undefined;
   bucketPrefix: string | undefined;
+  /** Only histograms offered exemplars (call latency, with tracing on) allocate them. */
+  exemplars: BucketExemplars | undefined;
 
   constructor(readonly attributes: Attributes, private readonly boundaries: readonly number[]) {
     this.counts = new Array<number>(boundaries.length + 1).fill(0);
   }
 
-  record(value: number): void {
+  /** Counts `value`; returns the index of its bucket, for an exemplar. */
+  record(value: number): number {
     const b = this.boundaries;
     let i = 0;
     while (i < b.length && value > b[i]!) i++;
     this.counts[i]!++;
     this.sum += value;
     this.count++;
+    return i;
+  }
+
+  /** Whether bucket `bucket` takes a new exemplar at `unixMs`: none yet, or its last is EXEMPLAR_INTERVAL_MS old. */
+  exemplarDue(bucket: number, unixMs: number): boolean {
+    const e = this.exemplars;
+    return e === undefined || unixMs - e.times[bucket]! >= EXEMPLAR_INTERVAL_MS;
+  }
+
+  setExemplar(bucket: number, traceId: string, spanId: string, value: number, unixMs: number): void {
+    const e = (this.exemplars ??= new BucketExemplars(this.counts.length));
+    e.traceIds[bucket] = traceId;
+    e.spanIds[bucket] = spanId;
+    e.values[bucket] = value;
+    e.times[bucket] = unixMs;
   }
 }
 
@@ -42,8 +85,8 @@ export class HistogramCell {
 abstract class Family<C> {
   readonly cells: C[] = [];
   constructor(readonly name: string, readonly description: string) {}
-  /** The family's exposition text; empty while it has no cell. */
-  abstract render(): string;
+  /** The family's exposition text, Prometheus or OpenMetrics; empty while it has no cell. */
+  abstract render(openMetrics?: boolean): string;
 }
 
 export class ValueFamily extends Family<ValueCell> {
@@ -57,10 +100,11 @@ export class ValueFamily extends Family<ValueCell> {
     return c;
   }
 
-  render(): string {
+  render(openMetrics = false): string {
     if (this.cells.length === 0) return '';
-    let out = familyHeader(this.name, this.kind, this.description);
-    for (const c of this.cells) out += sampleLine(this.name, (c.labels ??= labelText(c.attributes)), c.value);
+    let out = openMetrics ? openMetricsHeader(this.name, this.kind, this.description) : familyHeader(this.name, this.kind, this.description);
+    const sample = openMetrics && this.kind === 'counter' ? counterSampleName(this.name) : this.name;
+    for (const c of this.cells) out += sampleLine(sample, (c.labels ??= labelText(c.attributes)), c.value);
     return out;
   }
 }
@@ -80,23 +124,29 @@ export class HistogramFamily extends Family<HistogramCell> {
     return c;
   }
 
-  render(): string {
+  render(openMetrics = false): string {
     if (this.cells.length === 0) return '';
     const name = this.name;
-    let out = familyHeader(name, 'histogram', this.description);
+    let out = openMetrics ? openMetricsHeader(name, 'histogram', this.description) : familyHeader(name, 'histogram', this.description);
     for (const c of this.cells) {
       if (c.braces === undefined) {
         const l = labelText(c.attributes);
         c.braces = l === '' ? '' : `{${l}}`;
         c.bucketPrefix = `${name}_bucket{${l === '' ? '' : `${l},`}le="`;
       }
-      out += `${name}_count${c.braces} ${c.count}\n${name}_sum${c.braces} ${sampleValue(c.sum)}\n`;
+      const totals = `${name}_count${c.braces} ${c.count}\n${name}_sum${c.braces} ${sampleValue(c.sum)}\n`;
+      // The Prometheus layout is the one the exporter had; OpenMetrics's examples put the buckets first.
+      if (!openMetrics) out += totals;
       let cumulative = 0;
       const counts = c.counts;
+      const e = openMetrics ? c.exemplars : undefined;
       for (let i = 0; i < counts.length; i++) {
         cumulative += counts[i]!;
-        out += `${c.bucketPrefix}${this.leTails[i]}${cumulative}\n`;
+        out += `${c.bucketPrefix}${this.leTails[i]}${cumulative}`;
+        if (e !== undefined && e.traceIds[i] !== '') out += exemplarSuffix(e.traceIds[i]!, e.spanIds[i]!, e.values[i]!, e.times[i]!);
+        out += '\n';
       }
+      if (openMetrics) out += totals;
     }
     return out;
   }

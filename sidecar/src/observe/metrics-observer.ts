@@ -1,6 +1,7 @@
 // The metrics observer: every call, stream, reset, GOAWAY, deadline and
 // connection fact of docs/metrics.md, served on /metrics in the Prometheus text
-// format.
+// format, or in OpenMetrics text, with trace exemplars on the call latency
+// buckets, when the scraper asks for it.
 //
 // The hot path only increments cells bound when a route (or connection kind,
 // or endpoint) is first seen; a scrape renders the cells itself
@@ -10,8 +11,9 @@
 // resource that `target_info` carries. The names and labels below are the
 // public contract of docs/metrics.md: the golden tests pin them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { TraceFlags, type SpanContext } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { Resource } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { CallRecord, CallReset, Direction, Encoding, Protocol } from './call-record.ts';
 import { FAULT_SITES, TERMINATION_REASONS, type Faults } from './faults.ts';
@@ -34,6 +36,7 @@ import type { DetailLevel, MetricsDetail } from './metrics-detail.ts';
 import { HistogramFamily, ValueFamily } from './metric-cells.ts';
 import type { HistogramCell, MetricFamily, ValueCell } from './metric-cells.ts';
 import { ProcessMetrics } from './process-metrics.ts';
+import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
 import { http2ErrorName } from '../protocol/reset-codes.ts';
 import { GrpcCode, grpcCodeName } from '../protocol/status-codes.ts';
@@ -64,15 +67,22 @@ export interface MetricsObserverOptions {
   faults?: Faults;
   /** How much of the per-method distribution to export (--metrics-detail); `standard` by default. */
   detail?: MetricsDetail;
+  /**
+   * With tracing on, the span of a call (call-tracing.ts), asked for while the
+   * call ends: its trace becomes the exemplar of the call's latency bucket.
+   */
+  spanOf?: (call: CallRecord) => SpanContext | undefined;
+  /** Unix milliseconds at performance.now() = 0, which dates the exemplars; performance.timeOrigin by default. */
+  timeOrigin?: number;
 }
 
 export interface MetricsObserver extends Observer {
-  /** Serves the Prometheus text exposition; mount it on the admin port's /metrics. */
+  /** Serves the exposition, OpenMetrics if the Accept header asks for it; mount it on the admin port's /metrics. */
   handleMetrics(req: IncomingMessage, res: ServerResponse): void;
-  /** The exposition text /metrics serves. */
-  render(): string;
+  /** The exposition text /metrics serves, Prometheus or OpenMetrics. */
+  render(openMetrics?: boolean): string;
   /** Families kept elsewhere (the translation metrics), served in the same exposition after the call metrics. */
-  addFamilies(render: () => string): void;
+  addFamilies(render: (openMetrics: boolean) => string): void;
   /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
   route(call: CallRecord): Route;
   shutdown(): Promise<void>;
@@ -185,7 +195,7 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly internalErrorCells = new Map(FAULT_SITES.map((where) => [where, this.internalErrors.cell({ where })]));
   private readonly terminatedCells = new Map(TERMINATION_REASONS.map((reason) => [reason, this.connectionsTerminated.cell({ reason })]));
   private readonly faults: Faults | undefined;
-  private readonly extraFamilies: (() => string)[] = [];
+  private readonly extraFamilies: ((openMetrics: boolean) => string)[] = [];
   private readonly endpointsCell = this.upstreamEndpoints.cell({});
   private readonly skewCell = this.loadSkewRatio.cell({});
   private readonly skew = new LoadSkew();
@@ -203,7 +213,10 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly inFlight = new Set<CallRecord>();
   private readonly processMetrics: ProcessMetrics;
   private readonly targetInfo: string;
+  private readonly openMetricsTargetInfo: string;
   private readonly level: DetailLevel;
+  private readonly spanOf: ((call: CallRecord) => SpanContext | undefined) | undefined;
+  private readonly timeOrigin: number;
 
   constructor(opts: MetricsObserverOptions) {
     this.level = DETAIL_LEVELS[opts.detail ?? 'standard'];
@@ -227,19 +240,23 @@ class MetricsObserverImpl implements MetricsObserver {
       ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}),
       ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}),
     });
-    this.targetInfo = renderTargetInfo(resource);
+    this.targetInfo = targetInfo(resource.attributes);
+    this.openMetricsTargetInfo = targetInfo(resource.attributes, openMetricsHeader);
+    this.spanOf = opts.spanOf;
+    this.timeOrigin = opts.timeOrigin ?? performance.timeOrigin;
     this.processMetrics = new ProcessMetrics(env);
   }
 
-  handleMetrics(_req: IncomingMessage, res: ServerResponse): void {
+  handleMetrics(req: IncomingMessage, res: ServerResponse): void {
+    const openMetrics = acceptsOpenMetrics(req.headers.accept);
     let body: string;
     try {
-      body = this.render();
+      body = this.render(openMetrics);
     } catch (err) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to render metrics: ${(err as Error).message}\n`);
       return;
     }
-    res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(body);
+    res.writeHead(200, { 'content-type': openMetrics ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(body);
   }
 
   async shutdown(): Promise<void> {
@@ -301,7 +318,8 @@ class MetricsObserverImpl implements MetricsObserver {
       const seconds = ((p.settledTime ?? call.endTime) - call.startTime) / 1000;
       if (shape === 'unary') {
         const slot = this.level.durationByCode ? code : 0;
-        (enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot)).record(seconds);
+        const cell = enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot);
+        this.exemplar(cell, cell.record(seconds), seconds, call);
       } else {
         (cells.streams[shape as StreamType] ?? this.newStreamCell(cells, shape as StreamType)).record(seconds);
       }
@@ -338,7 +356,9 @@ class MetricsObserverImpl implements MetricsObserver {
     const shape = callShape(call, cells.route.shape);
     if (shape === 'unary') {
       const slot = this.level.durationByCode ? code : 0;
-      (enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot)).record(elapsedMs / 1000);
+      const cell = enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot);
+      const seconds = elapsedMs / 1000;
+      this.exemplar(cell, cell.record(seconds), seconds, call);
     } else {
       (cells.streams[shape] ?? this.newStreamCell(cells, shape)).record(elapsedMs / 1000);
       if (call.firstResponseMessageTime !== undefined) {
@@ -347,6 +367,20 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     if (call.framed) this.countMessages(call, obs);
     this.httpCallEnded(call, cells, code, shape, elapsedMs);
+  }
+
+  /**
+   * The call's trace becomes its latency bucket's exemplar when tracing is on,
+   * the span sampled, and the bucket's last exemplar a second old: otherwise a
+   * comparison, no lookup, no allocation.
+   */
+  private exemplar(cell: HistogramCell, bucket: number, seconds: number, call: CallRecord): void {
+    const spanOf = this.spanOf;
+    if (spanOf === undefined) return;
+    const at = this.timeOrigin + call.endTime;
+    if (!cell.exemplarDue(bucket, at)) return;
+    const span = spanOf(call);
+    if (span !== undefined && (span.traceFlags & TraceFlags.SAMPLED) !== 0) cell.setExemplar(bucket, span.traceId, span.spanId, seconds, at);
   }
 
   /** What belongs to the HTTP call itself: the sidecar's share, resets, deadlines, the upstream endpoint. */
@@ -533,11 +567,11 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
-  addFamilies(render: () => string): void {
+  addFamilies(render: (openMetrics: boolean) => string): void {
     this.extraFamilies.push(render);
   }
 
-  render(): string {
+  render(openMetrics = false): string {
     for (const cells of this.upstreamCells.values()) cells.active.value = 0;
     for (const call of this.inFlight) {
       const obs = call.observation;
@@ -551,16 +585,13 @@ class MetricsObserverImpl implements MetricsObserver {
       for (const [where, site] of this.faults.internalErrors()) this.internalErrorCells.get(where)!.value = site.count;
       for (const [reason, n] of this.faults.terminated()) this.terminatedCells.get(reason)!.value = n;
     }
-    let out = this.targetInfo;
-    for (const family of this.families) out += family.render();
-    for (const extra of this.extraFamilies) out += extra();
-    return out + this.processMetrics.render();
+    // The resource's attributes are fixed at start: target_info was rendered once.
+    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
+    for (const family of this.families) out += family.render(openMetrics);
+    for (const extra of this.extraFamilies) out += extra(openMetrics);
+    out += this.processMetrics.render(openMetrics);
+    return openMetrics ? out + OPENMETRICS_EOF : out;
   }
-}
-
-/** The resource's attributes are fixed at start: rendered once. */
-function renderTargetInfo(resource: Resource): string {
-  return targetInfo(resource.attributes);
 }
 
 function share(total: number, n: number, i: number): number {

@@ -7,11 +7,13 @@ import type { StartFiles } from '../config/start-files.ts';
 import type { Logger } from '../log.ts';
 import type { Observation } from '../pipeline.ts';
 import { createAccessLog } from './access-log.ts';
-import { createCallTracing } from './call-tracing.ts';
+import { createCallTracing, noopTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 
 export function createObservation(config: Config, files: StartFiles, log: Logger, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[], faults?: Faults): Observation {
+  // Spans are named by the metrics' routes, and their traces are the latency exemplars.
+  const tracing = createCallTracing(config.serviceName, env, (call) => metrics.route(call));
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
     detail: config.metricsDetail,
@@ -22,8 +24,8 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
     knownEndpoints,
     faults,
     env,
+    spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),
   });
-  const tracing = createCallTracing(config.serviceName, env, (call) => metrics.route(call));
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
   return {
     observers: [metrics, accessLog.observer],

@@ -57,8 +57,8 @@ export class ProcessMetrics {
     this.loop.enable();
   }
 
-  /** The exposition text; the event loop figures cover the time since the previous scrape. */
-  render(): string {
+  /** The exposition text, Prometheus or OpenMetrics; the event loop figures cover the time since the previous scrape. */
+  render(openMetrics = false): string {
     const cpu = process.cpuUsage();
     this.cpuCell.value = (cpu.user + cpu.system) / 1e6;
     this.rssCell.value = process.memoryUsage.rss();
@@ -68,8 +68,8 @@ export class ProcessMetrics {
       this.loopCells[i]!.value = seen ? read(this.loop) / 1e9 : 0;
     });
     this.loop.reset();
-    let out = this.build.render() + this.start.render() + this.cpu.render() + this.rss.render();
-    for (const { family } of this.loopFamilies) out += family.render();
+    let out = this.build.render(openMetrics) + this.start.render(openMetrics) + this.cpu.render(openMetrics) + this.rss.render(openMetrics);
+    for (const { family } of this.loopFamilies) out += family.render(openMetrics);
     return out;
   }
 

@@ -51,6 +51,6 @@ export function sampleLine(name: string, labels: string, value: number): string 
 }
 
 /** OpenTelemetry's `target_info` (the resource's attributes), as the OpenTelemetry-to-Prometheus mapping renders it. */
-export function targetInfo(attributes: Readonly<Record<string, unknown>>): string {
-  return familyHeader('target_info', 'gauge', 'Target metadata') + sampleLine('target_info', labelText(attributes), 1);
+export function targetInfo(attributes: Readonly<Record<string, unknown>>, header: typeof familyHeader = familyHeader): string {
+  return header('target_info', 'gauge', 'Target metadata') + sampleLine('target_info', labelText(attributes), 1);
 }

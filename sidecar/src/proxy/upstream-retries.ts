@@ -28,7 +28,7 @@ export class UpstreamRetries {
     this.cells.get(reason)!.value++;
   }
 
-  render(): string {
-    return this.family.render();
+  render(openMetrics = false): string {
+    return this.family.render(openMetrics);
   }
 }

@@ -16,7 +16,7 @@ export class ShadowMetrics {
     c.value++;
   }
 
-  render(): string {
-    return this.calls.render();
+  render(openMetrics = false): string {
+    return this.calls.render(openMetrics);
   }
 }

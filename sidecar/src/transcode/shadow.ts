@@ -124,8 +124,8 @@ export class Shadow {
     };
   }
 
-  render(): string {
-    return this.metrics.render();
+  render(openMetrics = false): string {
+    return this.metrics.render(openMetrics);
   }
 
   close(): void {

@@ -29,7 +29,7 @@ export class TranscodeMetrics {
     c.record(seconds);
   }
 
-  render(): string {
-    return this.calls.render() + this.seconds.render();
+  render(openMetrics = false): string {
+    return this.calls.render(openMetrics) + this.seconds.render(openMetrics);
   }
 }

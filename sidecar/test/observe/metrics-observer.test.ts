@@ -78,6 +78,67 @@ describe('golden exposition', () => {
   });
 });
 
+/** What Prometheus 2.x sends once exemplar storage is on. */
+const OPENMETRICS_ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const SPAN_ID = '00f067aa0ba902b7';
+
+describe('OpenMetrics exposition', () => {
+  /** Observer whose calls all belong to one sampled span (`sampled` false: the caller's trace was not sampled). */
+  function traced(sampled = true): MetricsObserver {
+    return observer({
+      serviceName: 'orders-sidecar',
+      env: { POD_NAME: 'orders-7d9f', POD_NAMESPACE: 'shop' },
+      spanOf: () => ({ traceId: TRACE_ID, spanId: SPAN_ID, traceFlags: sampled ? 1 : 0 }),
+      timeOrigin: 1_700_000_000_000,
+    });
+  }
+
+  test('one gRPC unary call: counters as families less _total, a trace exemplar on the latency bucket, # EOF', async () => {
+    const o = traced();
+    o.connectionOpened(connection());
+    run(o, { ...okGrpc, ms: 12.5, upstreamStartTime: 1000.5, upstreamEndTime: 1012, requestBytes: 24, responseBytes: 310, deadline: { header: 'grpc-timeout', raw: '250m', ms: 250 }, upstream: '10.1.2.3:50051' });
+    o.connectionClosed(connection({ closeTime: 30_000, calls: 1 }));
+    const text = await scrape(o, OPENMETRICS_ACCEPT);
+    const ours = text.split('\n').filter((l) => !/^(# (HELP|TYPE|UNIT) )?(process_|nodejs_|rpcscope_build_info)/.test(l)).join('\n');
+    const file = 'grpc-unary-call.openmetrics';
+    if (process.env.RPCSCOPE_WRITE_GOLDEN === '1') writeFileSync(join(fixtures, 'golden', file), ours);
+    assert.equal(ours, readFileSync(join(fixtures, 'golden', file), 'utf8'));
+  });
+
+  test('the Prometheus text format stays without exemplars, and is what a scraper gets unless it asks for OpenMetrics', async () => {
+    const o = traced();
+    run(o, { ...okGrpc, ms: 12.5 });
+    for (const accept of [undefined, 'text/plain;version=0.0.4', 'application/openmetrics-text;version=1.0.0;q=0,text/plain;q=0.5']) {
+      const text = await scrape(o, accept);
+      assert.doesNotMatch(text, /# EOF|trace_id/);
+      assert.match(text, /^# TYPE rpcscope_calls_total counter$/m);
+    }
+  });
+
+  test('a bucket keeps one exemplar, replaced by a later sampled call at most once a second', async () => {
+    const ids = ['a'.repeat(32), 'b'.repeat(32), 'c'.repeat(32)];
+    let next = 0;
+    const o = observer({ spanOf: () => ({ traceId: ids[next]!, spanId: SPAN_ID, traceFlags: 1 }), timeOrigin: 0 });
+    const bucket = () => scrape(o, OPENMETRICS_ACCEPT).then((t) => t.split('\n').find((l) => l.startsWith('rpcscope_call_duration_seconds_bucket{') && l.includes('le="0.025"'))!);
+    run(o, { ...okGrpc, ms: 12 });
+    next = 1;
+    run(o, { ...okGrpc, startTime: 1500, endTime: 1513 });
+    assert.match(await bucket(), new RegExp(` 2 # \\{trace_id="${ids[0]}",span_id="${SPAN_ID}"\\} 0.012 1.012$`));
+    next = 2;
+    run(o, { ...okGrpc, startTime: 2100, endTime: 2120 });
+    assert.match(await bucket(), new RegExp(` 3 # \\{trace_id="${ids[2]}",span_id="${SPAN_ID}"\\} 0.02 2.120$`));
+  });
+
+  test('a call whose trace was not sampled leaves no exemplar', async () => {
+    const o = traced(false);
+    run(o, { ...okGrpc, ms: 12.5 });
+    const text = await scrape(o, OPENMETRICS_ACCEPT);
+    assert.doesNotMatch(text, /trace_id/);
+    assert.match(text, /^rpcscope_call_duration_seconds_bucket\{.*le="0.025"\} 1$/m);
+  });
+});
+
 const CALL_LABELS = ['direction', 'protocol', 'encoding', 'method', 'operation'];
 
 /** docs/metrics.md, as data: each metric's type and exact label names, at the default detail level. */

@@ -3,12 +3,13 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MetricsObserver } from '../../src/observe/metrics-observer.ts';
 
-export async function scrape(observer: MetricsObserver): Promise<string> {
+/** The body /metrics serves; `accept` as a scraper would send it (Prometheus text when absent). */
+export async function scrape(observer: MetricsObserver, accept?: string): Promise<string> {
   const server = createServer((req, res) => observer.handleMetrics(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     const { port } = server.address() as AddressInfo;
-    const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, accept === undefined ? undefined : { headers: { accept } });
     if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
     return await res.text();
   } finally {
