@@ -19,7 +19,7 @@ import { startPrometheus, type RunningPrometheus } from '../support/prometheus.t
 import { startSidecarProcess } from '../support/sidecar-process.ts';
 
 const K8S = join(REPO_ROOT, 'deploy', 'kubernetes');
-const EXAMPLES = ['examples/orders', 'examples/orders-legacy', 'examples/client'];
+const EXAMPLES = ['examples/orders', 'examples/orders-legacy', 'examples/client', 'examples/orders-kube-prometheus-stack'];
 const built = new Map(EXAMPLES.map((e) => [e, kustomize(join(K8S, e))]));
 
 type Probe = { httpGet?: { path: string; port: string | number } };
