@@ -19,7 +19,7 @@ import { startPrometheus, type RunningPrometheus } from '../support/prometheus.t
 import { startSidecarProcess } from '../support/sidecar-process.ts';
 
 const K8S = join(REPO_ROOT, 'deploy', 'kubernetes');
-const EXAMPLES = ['examples/orders', 'examples/orders-legacy', 'examples/client'];
+const EXAMPLES = ['examples/orders', 'examples/orders-legacy', 'examples/client', 'examples/orders-kube-prometheus-stack'];
 const built = new Map(EXAMPLES.map((e) => [e, kustomize(join(K8S, e))]));
 
 type Probe = { httpGet?: { path: string; port: string | number } };
@@ -170,10 +170,8 @@ describe('kubernetes manifests', () => {
         assert.deepEqual(c.resources, { requests: { cpu: '100m', memory: '96Mi' }, limits: { memory: '256Mi' } });
         assert.equal(c.securityContext?.runAsNonRoot, true);
         assert.equal(c.securityContext?.readOnlyRootFilesystem, true);
-        const annotations = d.spec.template.metadata.annotations ?? {};
-        assert.equal(annotations['prometheus.io/scrape'], 'true');
-        assert.equal(Number(annotations['prometheus.io/port']), admin);
-        assert.equal(annotations['prometheus.io/path'], '/metrics');
+        // Both scrape paths find the sidecar by label and port name; prometheus.io/* stays the app's.
+        assert.deepEqual(Object.keys(d.spec.template.metadata.annotations ?? {}).filter((a) => a.startsWith('prometheus.io/')), []);
         const configVolume = d.spec.template.spec.volumes?.find((v) => v.name === 'rpcscope-config');
         assert.equal(configVolume?.configMap?.name, 'rpcscope-config');
         assert.ok(c.volumeMounts?.some((m) => m.name === 'rpcscope-config' && m.mountPath === '/etc/rpcscope'));
@@ -310,8 +308,11 @@ describe('annotation-based scraping without the Prometheus Operator', () => {
           __meta_kubernetes_namespace: 'shop',
           __meta_kubernetes_pod_name: 'orders-7c9d-x2x',
           __meta_kubernetes_pod_label_app_kubernetes_io_name: 'orders',
+          __meta_kubernetes_pod_label_rpcscope_dev_sidecar: 'inbound',
+          // The app's own annotations, for its own metrics: the job leaves them to the app.
           __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
-          __meta_kubernetes_pod_annotation_prometheus_io_path: '/metrics',
+          __meta_kubernetes_pod_annotation_prometheus_io_port: '8080',
+          __meta_kubernetes_pod_annotation_prometheus_io_path: '/app/metrics',
           __meta_kubernetes_pod_container_name: container,
           __meta_kubernetes_pod_container_port_name: name,
           __meta_kubernetes_pod_container_port_number: port,
@@ -367,7 +368,7 @@ describe('annotation-based scraping without the Prometheus Operator', () => {
           __meta_kubernetes_pod_controller_kind: kind,
           __meta_kubernetes_pod_controller_name: owner,
           ...(appName === undefined ? {} : { __meta_kubernetes_pod_label_app_kubernetes_io_name: appName }),
-          __meta_kubernetes_pod_annotation_prometheus_io_scrape: 'true',
+          __meta_kubernetes_pod_label_rpcscope_dev_sidecar: 'inbound',
           __meta_kubernetes_pod_container_name: 'rpcscope',
           __meta_kubernetes_pod_container_port_name: 'rpcscope-admin',
         },

@@ -67,9 +67,14 @@ export function strategicMerge(base: Json, patch: Json): Json {
   return patch;
 }
 
+/** Kustomize matches a target's kind and name as anchored regular expressions. */
+function matchesPattern(value: string, pattern: string): boolean {
+  return new RegExp(`^(?:${pattern})$`).test(value);
+}
+
 function matchesTarget(r: Resource, target: NonNullable<PatchSpec['target']>): boolean {
-  if (target.kind && r.kind !== target.kind) return false;
-  if (target.name && r.metadata.name !== target.name) return false;
+  if (target.kind && !matchesPattern(r.kind, target.kind)) return false;
+  if (target.name && !matchesPattern(r.metadata.name, target.name)) return false;
   if (target.labelSelector) {
     for (const term of target.labelSelector.split(',')) {
       const [k, v] = term.split('=').map((s) => s.trim());
@@ -87,8 +92,9 @@ function applyPatch(resources: Resource[], spec: PatchSpec, dir: string): Resour
   const out = resources.map((r) => {
     if (!matchesTarget(r, target)) return r;
     hits++;
-    // With a target, the patch's own name is a placeholder (Kustomize ignores it).
-    const body = spec.target ? { ...patch, metadata: { ...patch.metadata, name: r.metadata.name } } : patch;
+    // With a target, the patch's own kind and name are placeholders (Kustomize
+    // applies it to each target as it is, a StatefulSet staying a StatefulSet).
+    const body = spec.target ? { ...patch, apiVersion: r.apiVersion, kind: r.kind, metadata: { ...patch.metadata, name: r.metadata.name } } : patch;
     return strategicMerge(r as unknown as Json, body as unknown as Json) as unknown as Resource;
   });
   if (hits === 0 && !spec.target) throw new Error(`${dir}: patch ${spec.path ?? ''} matches no resource`);
