@@ -1,0 +1,149 @@
+// The end of the story in figures: what rpcscope measured (from the sidecars'
+// /metrics) beside what the traffic script did (its own tallies of every call),
+// as text for the reader and as JSON for a test.
+import type { MetricsHistory } from './metrics-history.ts';
+import { balancedFigures, edgeFigures, podFigures, protocolRows, PROTOCOL_NAMES, sum, type ProtocolRow } from './story-figures.ts';
+import { callsPerPod, maxOverMean, type CallTally, type StoryTimeline } from './story-traffic.ts';
+import { bytes, ms, pct } from './story-view.ts';
+
+/** The operation whose protocols the summary compares: the one every protocol carries most. */
+export const COMPARED_OPERATION = 'GetOrder';
+
+export interface StorySummary {
+  durationS: number;
+  rpcscope: {
+    /** The compared operation per protocol over the whole run. */
+    comparison: Array<Pick<ProtocolRow, 'protocol' | 'calls' | 'p50' | 'p99' | 'errorRatio' | 'responseBytes'>>;
+    /** ListOrders' mean response per protocol: the 1,000-order list. */
+    listBytes: Record<string, number>;
+    pinned: { pod: string; shareBefore: number; skewBefore: number; skewAfter: number; shareAfter: number };
+    balanced: { skew: number; loadSkew: number };
+    resets: Record<string, number>;
+    goawaysSent: number;
+    deadlineMisses: number;
+    withoutDeadline: number;
+  };
+  script: {
+    /** Calls of the compared operation per protocol (both clients), and those answered OK. */
+    comparison: Record<string, { calls: number; ok: number }>;
+    pinnedPod: string;
+    skewBefore: number;
+    skewAfter: number;
+    balancedSkew: number;
+    /** gRPC-family calls with a deadline that ended DEADLINE_EXCEEDED. */
+    deadlineMisses: number;
+    cancelledStreams: number;
+    withoutDeadline: number;
+    calls: number;
+  };
+}
+
+export interface SummaryInput {
+  history: MetricsHistory;
+  tallies: readonly CallTally[];
+  timeline: StoryTimeline;
+  startedMs: number;
+  pods: readonly string[];
+  outbound: string;
+}
+
+export function summarize(i: SummaryInput): StorySummary {
+  const { history: h, tallies, timeline, startedMs } = i;
+  const end = h.latestMs();
+  const abs = (w: [number, number]): [number, number] => [startedMs + w[0], startedMs + w[1]];
+  const [b0, b1] = abs(timeline.before);
+  const [a0, a1] = abs(timeline.after);
+  const before = podFigures(h, i.pods, b0, b1);
+  const after = podFigures(h, i.pods, a0, Math.min(a1, end));
+  const rows = protocolRows(h, startedMs, end);
+  const edges = edgeFigures(h, startedMs, end, i.pods);
+  const balanced = balancedFigures(h, i.outbound, startedMs, end);
+
+  // Both clients' calls reach the pods' inbound sidecars.
+  const compared = tallies.filter((t) => t.operation === COMPARED_OPERATION);
+  const scriptComparison: Record<string, { calls: number; ok: number }> = {};
+  for (const t of compared) {
+    const c = (scriptComparison[t.protocol] ??= { calls: 0, ok: 0 });
+    c.calls++;
+    if (t.code === 'OK') c.ok++;
+  }
+  const grpcBefore = callsPerPod(
+    tallies.filter((t) => t.protocol === 'grpc'),
+    i.pods,
+    timeline.before,
+    'storefront',
+  );
+  const scriptPinned = Object.entries(grpcBefore).sort((x, y) => y[1] - x[1])[0]?.[0] ?? '';
+  const pinnedPod = before.top;
+  const shareOf = (f: typeof before, pod: string): number => f.rows.find((r) => r.pod === pod)?.share ?? 0;
+
+  return {
+    durationS: Math.round((end - startedMs) / 1000),
+    rpcscope: {
+      comparison: rows
+        .filter((r) => r.operation === COMPARED_OPERATION)
+        .map(({ protocol, calls, p50, p99, errorRatio, responseBytes }) => ({ protocol, calls, p50, p99, errorRatio, responseBytes })),
+      listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders').map((r) => [r.protocol, r.responseBytes])),
+      pinned: { pod: pinnedPod, shareBefore: shareOf(before, pinnedPod), skewBefore: before.skew, skewAfter: after.skew, shareAfter: shareOf(after, pinnedPod) },
+      balanced: { skew: balanced.skew, loadSkew: balanced.loadSkew },
+      resets: edges.resets,
+      goawaysSent: edges.goawaysSent,
+      deadlineMisses: sum(edges.deadlineMisses),
+      withoutDeadline: edges.withoutDeadline,
+    },
+    script: {
+      comparison: scriptComparison,
+      pinnedPod: scriptPinned,
+      skewBefore: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.before))),
+      skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.after))),
+      balancedSkew: maxOverMean(Object.values(callsPerPod(tallies, i.pods, [0, Infinity], 'backoffice'))),
+      deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
+      cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,
+      withoutDeadline: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline).length,
+      calls: tallies.length,
+    },
+  };
+}
+
+/** The summary as a reader takes it in. */
+export function renderSummary(s: StorySummary): string {
+  const r = s.rpcscope;
+  const out: string[] = [];
+  out.push(`rpcscope demo: ${s.durationS} s, ${s.script.calls} calls by the traffic script`);
+  out.push('');
+  out.push(`${COMPARED_OPERATION} by protocol (the 18-field order, about 1.2 kB as JSON), as rpcscope measured it:`);
+  const rows = r.comparison.map((c) => [
+    PROTOCOL_NAMES[c.protocol] ?? c.protocol,
+    `${Math.round(c.calls)} calls`,
+    `p50 ${ms(c.p50)}`,
+    `p99 ${ms(c.p99)}`,
+    `errors ${pct(c.errorRatio)}`,
+    `response ${bytes(c.responseBytes)}`,
+    `(script: ${s.script.comparison[c.protocol]?.calls ?? 0} calls)`,
+  ]);
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]!.length))) ?? [];
+  for (const row of rows) out.push(`  ${row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ')}`);
+  const rest = r.comparison.find((c) => c.protocol === 'rest');
+  const grpc = r.comparison.find((c) => c.protocol === 'grpc');
+  if (rest && grpc) {
+    out.push(`  gRPC against REST: p50 ${ms(grpc.p50)} vs ${ms(rest.p50)}, p99 ${ms(grpc.p99)} vs ${ms(rest.p99)}, response ${bytes(grpc.responseBytes)} vs ${bytes(rest.responseBytes)}`);
+  }
+  const list = Object.entries(r.listBytes).map(([p, b]) => `${PROTOCOL_NAMES[p] ?? p} ${bytes(b)}`);
+  if (list.length) out.push(`  ListOrders, the 1,000-order list: ${list.join(', ')} per response`);
+  out.push('');
+  out.push(
+    `Pinned pod: ${r.pinned.pod} took ${pct(r.pinned.shareBefore)} of the calls once gRPC's one connection carried the storefront: skew ${r.pinned.skewBefore.toFixed(2)} before the remedy`,
+  );
+  out.push(`  after --max-connection-age 1s: ${r.pinned.pod} ${pct(r.pinned.shareAfter)}, skew ${r.pinned.skewAfter.toFixed(2)} (script, from x-pod: ${s.script.pinnedPod}, skew ${s.script.skewBefore.toFixed(2)} -> ${s.script.skewAfter.toFixed(2)})`);
+  out.push(
+    `Balanced client: the outbound sidecar spread its calls with skew ${r.balanced.skew.toFixed(2)} (rpcscope_load_skew_ratio ${Number.isFinite(r.balanced.loadSkew) ? r.balanced.loadSkew.toFixed(2) : '–'}; script ${s.script.balancedSkew.toFixed(2)})`,
+  );
+  out.push('');
+  const resets = Object.entries(r.resets)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k.replace(' | ', ' ')} ${n}`);
+  out.push(`Resets by side and code: ${resets.join(', ') || 'none'}; GOAWAY sent by the sidecars ${r.goawaysSent} (script cancelled ${s.script.cancelledStreams} streams)`);
+  out.push(`Deadline misses: ${r.deadlineMisses} (script ${s.script.deadlineMisses}); gRPC-family calls without a deadline: ${r.withoutDeadline} (script ${s.script.withoutDeadline})`);
+  return out.join('\n');
+}
