@@ -96,13 +96,14 @@ export function podFigures(h: MetricsHistory, pods: readonly string[], fromMs: n
 export interface BalancedFigures {
   /** The outbound sidecar's rpcscope_load_skew_ratio (its last 30 s). */
   loadSkew: number;
-  /** max / mean of its calls per endpoint over the window. */
+  /** max / mean of its answered (OK) calls per endpoint over the window. */
   skew: number;
   perEndpoint: Record<string, number>;
 }
 
 export function balancedFigures(h: MetricsHistory, outbound: string, fromMs: number, toMs: number): BalancedFigures {
-  const perEndpoint = h.increase('rpcscope_upstream_calls_total', { target: outbound }, fromMs, toMs, ['upstream']);
+  // Answered calls only: a call refused by a restarting endpoint was not work that endpoint did.
+  const perEndpoint = h.increase('rpcscope_upstream_calls_total', { target: outbound, code: 'OK' }, fromMs, toMs, ['upstream']);
   return {
     loadSkew: h.gauge('rpcscope_load_skew_ratio', { target: outbound })[''] ?? NaN,
     skew: maxOverMean(Object.values(perEndpoint)),

@@ -96,7 +96,7 @@ export function summarize(i: SummaryInput): StorySummary {
       pinnedPod: scriptPinned,
       skewBefore: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.before))),
       skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.after))),
-      balancedSkew: maxOverMean(Object.values(callsPerPod(tallies, i.pods, [0, Infinity], 'backoffice'))),
+      balancedSkew: maxOverMean(Object.values(callsPerPod(tallies.filter((t) => t.code === 'OK'), i.pods, [0, Infinity], 'backoffice'))),
       deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
       cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,
       withoutDeadline: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline).length,

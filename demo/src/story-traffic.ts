@@ -64,7 +64,8 @@ export interface StoryTraffic {
   stop(): void;
 }
 
-type Scenario = { name: string; weight: number; call: (r: () => number) => StoryCall; grpcFamilyOnly?: boolean };
+/** `grpcOnly`: a scenario only an HTTP/2 gRPC client can tell (a stream reset with CANCEL). */
+type Scenario = { name: string; weight: number; call: (r: () => number) => StoryCall; grpcOnly?: boolean };
 
 const fullOrderId = (r: () => number): string => `ord-${String(1 + Math.floor(r() * 24)).padStart(6, '0')}`;
 
@@ -77,7 +78,7 @@ const STOREFRONT: Scenario[] = [
   { name: 'deadline-miss', weight: 3, call: (r) => ({ operation: 'GetOrder', id: fullOrderId(r), deadlineMs: 120, headers: { [DELAY_HEADER]: '400' } }) },
   { name: 'list-1000', weight: 3, call: () => ({ operation: 'ListOrders', pageSize: 1000, deadlineMs: 3000 }) },
   { name: 'create', weight: 18, call: () => ({ operation: 'CreateOrder', deadlineMs: 2000 }) },
-  { name: 'watch-cancel', weight: 6, grpcFamilyOnly: true, call: (r) => ({ operation: 'WatchOrders', cancelAfterMs: 200 + Math.floor(r() * 500) }) },
+  { name: 'watch-cancel', weight: 6, grpcOnly: true, call: (r) => ({ operation: 'WatchOrders', cancelAfterMs: 200 + Math.floor(r() * 500) }) },
 ];
 
 const BACKOFFICE: Scenario[] = [
@@ -164,7 +165,7 @@ export function startStoryTraffic(opts: StoryOptions): StoryTraffic {
     await Promise.all([
       schedule(opts.storefrontRps ?? 30, () => {
         const protocol = pickProtocol();
-        const scenarios = protocol === 'rest' ? STOREFRONT.filter((s) => !s.grpcFamilyOnly) : STOREFRONT;
+        const scenarios = protocol === 'grpc' ? STOREFRONT : STOREFRONT.filter((s) => !s.grpcOnly);
         launch('storefront', protocol, pickWeighted(scenarios, random));
       }),
       schedule(opts.backofficeRps ?? 8, () => launch('backoffice', 'grpc', pickWeighted(BACKOFFICE, random))),
