@@ -36,7 +36,7 @@ async function frameOf(mode: string, renders: number): Promise<Frame> {
   assert.ok(frame, `the page has the ${mode} frame`);
   // Runs in the page: its document is the browser's.
   const rendered = (n: number): boolean => Number((globalThis as unknown as { document: { body: { dataset: Record<string, string | undefined> } } }).document.body.dataset.renders ?? 0) >= n;
-  await frame.waitForFunction(rendered, renders, { timeout: 60_000 });
+  await frame.waitForFunction(rendered, renders, { timeout: 90_000 });
   return frame;
 }
 
@@ -56,12 +56,18 @@ before(async () => {
   });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] });
   page = await browser.newPage({ viewport: { width: 1400, height: 1600 } });
-  await page.goto(url);
+  // Not `load`: that waits for the frames, which wait for the harness bundle the demo builds meanwhile.
+  await page.goto(url, { waitUntil: 'domcontentloaded' });
 });
 
 after(async () => {
   await browser?.close();
-  if (demo.exitCode === null) demo.kill('SIGKILL');
+  // Ctrl-C, so the demo stops its children, even when a test failed before it.
+  if (demo.exitCode === null) {
+    const exited = new Promise((r) => demo.once('exit', r));
+    demo.kill('SIGINT');
+    await exited;
+  }
 });
 
 test('the three modes show live values: the protocols table, before/after rows, the pinned pod', async () => {
