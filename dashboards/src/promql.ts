@@ -54,6 +54,16 @@ export function mean(labels: string[], histogram: string, matchers: Matchers, at
 }
 
 /**
+ * A counter's increase per finished call, per `labels`: mean body bytes from
+ * rpcscope_call_bytes_total, which every detail level exports (the size
+ * histogram is `--metrics-detail full` only). `calls` narrows the call counter
+ * the same way as `matchers` minus their counter-only labels (`flow`).
+ */
+export function perCall(labels: string[], counter: string, matchers: Matchers, calls: Matchers, at: At = NOW): string {
+  return `${sumRate(labels, counter, matchers, at)}\n  /\n${sumRate(labels, 'rpcscope_calls_total', calls, at)}`;
+}
+
+/**
  * numerator / denominator per `labels`, where a group with no numerator series
  * (no errors yet, no misses yet) reads 0 rather than vanishing from the panel.
  */

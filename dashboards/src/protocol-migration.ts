@@ -3,7 +3,7 @@
 // across protocols (a REST route and the RPC method it maps to), so the
 // comparison is of like with like.
 import { dashboard, protocolCompare, row, timeseries, type Dashboard, type QuerySpec } from './model.ts';
-import { INBOUND, SCOPE, mean, quantile, ratio, resetsByOperation, sumRate, type At, type Matchers } from './promql.ts';
+import { INBOUND, SCOPE, perCall, quantile, ratio, resetsByOperation, sumRate, type At, type Matchers } from './promql.ts';
 import {
   compareVariable,
   datasourceVariable,
@@ -36,8 +36,8 @@ function compareQueries(at: At, suffix: string): (QuerySpec & { refId: string })
       ratio(OP, { metric: 'rpcscope_calls_total', matchers: [...CALLS, 'code="DEADLINE_EXCEEDED"'] }, { metric: 'rpcscope_calls_total', matchers: CALLS }, at),
     ),
     q('resets', resetsByOperation(RESETS, CALLS, at)),
-    q('req_bytes', mean(OP, 'rpcscope_payload_bytes', [...CALLS, 'flow="request"'], at)),
-    q('resp_bytes', mean(OP, 'rpcscope_payload_bytes', [...CALLS, 'flow="response"'], at)),
+    q('req_bytes', perCall(OP, 'rpcscope_call_bytes_total', [...CALLS, 'flow="request"'], CALLS, at)),
+    q('resp_bytes', perCall(OP, 'rpcscope_call_bytes_total', [...CALLS, 'flow="response"'], CALLS, at)),
   ];
 }
 
@@ -99,7 +99,7 @@ export function protocolMigration(): Dashboard {
         title: 'Mean response size by protocol',
         description: 'Body bytes per call; protobuf against JSON shows here.',
         unit: 'bytes',
-        queries: [{ expr: mean(['protocol', 'encoding'], 'rpcscope_payload_bytes', [...CALLS, 'flow="response"']), legend: '{{protocol}} {{encoding}}' }],
+        queries: [{ expr: perCall(['protocol', 'encoding'], 'rpcscope_call_bytes_total', [...CALLS, 'flow="response"'], CALLS), legend: '{{protocol}} {{encoding}}' }],
       }),
       timeseries({
         title: 'Calls/s by encoding',

@@ -1,6 +1,7 @@
 // The sidecar assembled, top to bottom: listen -> protocol -> route -> proxy ->
 // observe, the upstreams calls go to (the app, or balanced endpoints), and the
 // admin port. Reading this file tells what runs and in what order.
+import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
@@ -23,6 +24,9 @@ import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
 import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
+import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
+import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
+import { createTranslating } from './transcode/hand-off.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -36,6 +40,8 @@ export interface Observation {
   observers: Observer[];
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
+  /** Families served on /metrics after the call metrics (the translation metrics). */
+  addMetrics?(render: () => string): void;
   shutdown(): Promise<void>;
 }
 
@@ -84,6 +90,12 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const connectFailures = new ConnectFailureLog(log);
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
   const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
+  const protocols = new UpstreamProtocols(
+    { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
+    (target, version) => probeUpstreamSpeaks(target, version, probe),
+    log,
+  );
 
   const ctx: ProxyContext = {
     config,
@@ -93,16 +105,23 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     faults,
     h2,
     h1,
+    protocols,
     upstreams,
     inflight: new Set(),
     nextCallId: () => ++callIds,
+    translating: createTranslating(config),
+    nextConnId,
   };
+
+  const translating = ctx.translating;
+  if (translating) observation.addMetrics?.(() => translating.metrics.render());
 
   await upstreams.start();
   const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
-  const adminHandlers = new Map([...observation.adminHandlers, ['/debug/connections', connections.handler]]);
+  // --debug-endpoints false: the admin port says nothing about who is connected.
+  const adminHandlers = new Map([...observation.adminHandlers, ...(config.debugEndpoints ? [['/debug/connections', connections.handler] as const] : [])]);
   const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);

@@ -289,8 +289,10 @@ describe('rpcscope binary: the metric contract under a scripted mix, read from /
     const common = ['--proto', PROTO_DIR, '--drain-timeout', '2s'];
     // The raw upstream never enforces a deadline, so behind `raw` a miss is noticed by the
     // client or by the late answer, and behind `enforce` by the sidecar alone: no race decides.
+    // `main` exports the full distribution (payload sizes, latency by code), to check each
+    // call lands in its bucket; the others run at the default detail level.
     [sc.main, sc.orders, sc.raw, sc.enforce] = await Promise.all([
-      startSidecarProcess(['--upstream', echo.url, '--max-methods', String(MAX_METHODS), ...common]),
+      startSidecarProcess(['--upstream', echo.url, '--max-methods', String(MAX_METHODS), '--metrics-detail', 'full', ...common]),
       startSidecarProcess(['--upstream', orders.url, ...common]),
       startSidecarProcess(['--upstream', raw.url, ...common]),
       startSidecarProcess(['--upstream', raw.url, '--enforce-deadlines', ...common]),
@@ -624,6 +626,9 @@ describe('rpcscope binary: the metric contract under a scripted mix, read from /
     const payload = (method: string, flow: string) => ({ protocol: 'rest', method, flow });
     const bucket = (name: string, where: Record<string, string>, le: string): number => sum(samples, `${name}_bucket`, { ...where, le });
     // Body bytes are exact: 5000 posted and echoed back, 3000 generated.
+    for (const [method, flow, bytes] of [['POST /v1/echo', 'request', 5000], ['POST /v1/echo', 'response', 5000], ['GET /v1/bytes', 'request', 0], ['GET /v1/bytes', 'response', 3000]] as const) {
+      assert.equal(sum(samples, 'rpcscope_call_bytes_total', payload(method, flow)), bytes, `${method} ${flow}`);
+    }
     assert.equal(sum(samples, 'rpcscope_payload_bytes_sum', payload('POST /v1/echo', 'request')), 5000);
     assert.equal(sum(samples, 'rpcscope_payload_bytes_sum', payload('POST /v1/echo', 'response')), 5000);
     assert.equal(sum(samples, 'rpcscope_payload_bytes_sum', payload('GET /v1/bytes', 'request')), 0);
@@ -648,6 +653,13 @@ describe('rpcscope binary: the metric contract under a scripted mix, read from /
     assert.equal(sum(samples, 'rpcscope_call_duration_seconds_count', { protocol: 'rest', method: 'GET /v1/slow', code: 'CANCELLED' }), 1);
     // Streams are not unary-shaped: they have no call duration, only a stream duration.
     assert.equal(sum(samples, 'rpcscope_call_duration_seconds_count', { method: SERVER_STREAM }), 0);
+
+    // At the default detail level the same facts are byte counters and a histogram per method.
+    const standard = (await settledScrape('orders')).text;
+    assert.match(standard, /^rpcscope_call_bytes_total\{/m);
+    assert.doesNotMatch(standard, /^rpcscope_payload_bytes/m);
+    assert.doesNotMatch(standard, /^rpcscope_call_duration_seconds_\w+\{[^}]*code=/m);
+    assert.match(standard, /^rpcscope_call_duration_seconds_bucket\{[^}]*le="2\.5"\} \d+$/m);
 
     // Budgets of 5 s (grpc-js, connect-node gRPC and Connect), met well inside a quarter of it.
     const withDeadline = forSidecar('main').filter((e) => e.deadline === 'set');

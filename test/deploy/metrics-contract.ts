@@ -13,6 +13,8 @@ export interface ContractMetric {
   name: string;
   type: MetricType;
   labels: string[];
+  /** Exported only by sidecars started with a flag: `--metrics-detail full`, `--transcode` (its meaning says so first). */
+  optIn: boolean;
 }
 
 export interface Contract {
@@ -35,7 +37,7 @@ export function parseContract(markdown: string): Contract {
     if (!name || !NAME.test(name) || (type !== 'counter' && type !== 'gauge' && type !== 'histogram')) continue;
     const labelCell = cells[3] ?? '';
     const labels = labelCell === '(none)' ? [] : labelCell.split(',').map((l) => l.trim()).filter(Boolean);
-    metrics.set(name, { name, type, labels });
+    metrics.set(name, { name, type, labels, optIn: /^(`--metrics-detail full` only|only with )/i.test(cells[4] ?? '') });
     if (type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) seriesNames.add(name + s);
     else seriesNames.add(name);
   }

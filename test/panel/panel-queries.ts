@@ -15,7 +15,7 @@ export function protocolQueries(w: string, offset = '', suffix = ''): PanelQuery
   const ratio = (selector: string) =>
     `sum by (operation, protocol) (rate(rpcscope_calls_total{direction="inbound", ${selector}}[${w}]${o})) / sum by (operation, protocol) (rate(${CALLS}[${w}]${o}))`;
   const meanBytes = (flow: string) =>
-    `sum by (operation, protocol) (rate(rpcscope_payload_bytes_sum{direction="inbound", flow="${flow}"}[${w}]${o})) / sum by (operation, protocol) (rate(rpcscope_payload_bytes_count{direction="inbound", flow="${flow}"}[${w}]${o}))`;
+    `sum by (operation, protocol) (rate(rpcscope_call_bytes_total{direction="inbound", flow="${flow}"}[${w}]${o})) / sum by (operation, protocol) (rate(rpcscope_calls_total{direction="inbound"}[${w}]${o}))`;
   return [
     { refId: 'p50', expr: quantile('0.5') },
     { refId: 'p95', expr: quantile('0.95') },

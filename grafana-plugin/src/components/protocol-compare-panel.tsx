@@ -2,11 +2,13 @@ import React, { useMemo } from 'react';
 import { css } from '@emotion/css';
 import { GrafanaTheme2, PanelProps } from '@grafana/data';
 import { useStyles2 } from '@grafana/ui';
+import { detailNotices } from '../model/detail-level';
 import { diagnose } from '../model/expectations';
 import { readSeries } from '../model/series';
 import { withDefaults } from '../options/defaults';
 import { PanelOptions } from '../types';
 import { BeforeAfterView } from './before-after-view';
+import { DetailNotices } from './detail-notice';
 import { MissingData } from './missing-data';
 import { PodsView } from './pods-view';
 import { ProtocolsView } from './protocols-view';
@@ -17,6 +19,7 @@ export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
   const options = useMemo(() => withDefaults(props.options), [props.options]);
   const series = useMemo(() => readSeries(data.series), [data.series]);
   const diagnosis = useMemo(() => diagnose(series, options), [series, options]);
+  const notices = useMemo(() => detailNotices(data.request?.targets ?? [], series), [data.request, series]);
   const rangeSeconds = Math.max(1, (timeRange.to.valueOf() - timeRange.from.valueOf()) / 1000);
 
   let body: React.ReactNode;
@@ -31,6 +34,7 @@ export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
   }
   return (
     <div className={styles.root} style={{ width, height }} data-testid="rpcscope-panel" data-mode={options.mode}>
+      <DetailNotices notices={notices} />
       {body}
     </div>
   );

@@ -25,8 +25,9 @@ const quantile = (q: string) =>
   `histogram_quantile(${q}, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[$__rate_interval])))`;
 const ratioOf = (selector: string) =>
   `sum by (operation, protocol) (rate(rpcscope_calls_total{direction="inbound", ${selector}}[$__rate_interval])) / sum by (operation, protocol) (rate(${CALLS}[$__rate_interval]))`;
+// Byte counters, not the size histogram: they are exported at every --metrics-detail level.
 const meanBytes = (flow: string) =>
-  `sum by (operation, protocol) (rate(rpcscope_payload_bytes_sum{direction="inbound", flow="${flow}"}[$__rate_interval])) / sum by (operation, protocol) (rate(rpcscope_payload_bytes_count{direction="inbound", flow="${flow}"}[$__rate_interval]))`;
+  `sum by (operation, protocol) (rate(rpcscope_call_bytes_total{direction="inbound", flow="${flow}"}[$__rate_interval])) / sum by (operation, protocol) (rate(${CALLS}[$__rate_interval]))`;
 
 export const METRICS: readonly MetricDef[] = [
   { key: 'p50', label: 'p50', kind: 'latency', better: 'lower', example: quantile('0.5') },

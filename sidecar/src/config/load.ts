@@ -6,11 +6,15 @@ import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } from './parse-value.ts';
 import { SETTINGS, envName, type Flag, type Setting } from './schema.ts';
+import type { MetricsDetail } from '../observe/metrics-detail.ts';
 
 export interface Config {
   listen: HostPort;
   upstream: UpstreamUrl;
   grpcUpstream: UpstreamUrl | undefined;
+  /** The HTTP version spoken to --upstream (and to --grpc-upstream): learned per endpoint, or fixed. */
+  upstreamProtocol: UpstreamProtocolMode;
+  grpcUpstreamProtocol: UpstreamProtocolMode;
   admin: HostPort;
   mode: 'inbound' | 'outbound';
   tlsCert: string | undefined;
@@ -24,20 +28,36 @@ export interface Config {
   resolveIntervalMs: number;
   dnsServer: HostPort | undefined;
   balance: 'round_robin' | 'least_request' | 'ewma' | 'sticky';
+  /** Each of these three: 0 means no limit. */
+  firstByteTimeoutMs: number;
+  requestHeadersTimeoutMs: number;
+  idleTimeoutMs: number;
   /** 0 means connections are never aged out. */
   maxConnectionAgeMs: number;
   maxConnectionAgeGraceMs: number;
   maxMethods: number;
+  /** How much of the per-method distribution /metrics exports (observe/metrics-detail.ts). */
+  metricsDetail: MetricsDetail;
   routesFile: string | undefined;
   operationsFile: string | undefined;
   protoDir: string | undefined;
+  /** REST calls matching a google.api.http rule are served by the gRPC upstream. */
+  transcode: boolean;
+  jsonNames: 'json' | 'proto';
+  /** gRPC-Web calls are translated to gRPC toward the upstream. */
+  grpcWebBridge: boolean;
+  /** Origins answered with CORS on the translated paths; empty for none. */
+  corsOrigins: string[];
   serviceName: string;
   enforceDeadlines: boolean;
+  debugEndpoints: boolean;
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
   accessLog: string;
   /** The share of calls the access log writes, 0 to 1. */
   accessLogSample: number;
 }
+
+export type UpstreamProtocolMode = 'auto' | 'http1' | 'http2';
 
 /**
  * What the command line asks for: run, only check the settings and the files
@@ -210,11 +230,14 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
   if (!['off', 'stdout', 'stderr'].includes(accessLog) && !isDirectory(dirname(accessLog))) {
     throw new ConfigError(`--access-log: invalid value ${JSON.stringify(accessLog)}: expected off, stdout, stderr or a file path in an existing directory`);
   }
+  if (v.get('transcode') && v.get('proto') === undefined) throw new ConfigError('--transcode: needs --proto, the directory of .proto files whose google.api.http rules say what to translate');
   if (v.get('grpc-upstream') && mode === 'outbound') throw new ConfigError('--grpc-upstream: only with --mode inbound (outbound calls go to the endpoints of --upstream)');
   return Object.freeze({
     listen: v.get('listen') as HostPort,
     upstream,
     grpcUpstream: v.get('grpc-upstream') as UpstreamUrl | undefined,
+    upstreamProtocol: v.get('upstream-protocol') as UpstreamProtocolMode,
+    grpcUpstreamProtocol: v.get('grpc-upstream-protocol') as UpstreamProtocolMode,
     admin: v.get('admin') as HostPort,
     mode,
     tlsCert,
@@ -227,14 +250,23 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     resolveIntervalMs: Math.max(100, v.get('resolve-interval') as number),
     dnsServer: v.get('dns-server') as HostPort | undefined,
     balance: v.get('balance') as Config['balance'],
+    firstByteTimeoutMs: v.get('first-byte-timeout') as number,
+    requestHeadersTimeoutMs: v.get('request-headers-timeout') as number,
+    idleTimeoutMs: v.get('idle-timeout') as number,
     maxConnectionAgeMs: v.get('max-connection-age') as number,
     maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,
+    metricsDetail: v.get('metrics-detail') as MetricsDetail,
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,
     protoDir: v.get('proto') as string | undefined,
+    transcode: v.get('transcode') as boolean,
+    jsonNames: v.get('json-names') as Config['jsonNames'],
+    grpcWebBridge: v.get('grpc-web-bridge') as boolean,
+    corsOrigins: ((v.get('cors-origin') as string | undefined) ?? '').split(',').map((o) => o.trim()).filter((o) => o !== ''),
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
+    debugEndpoints: v.get('debug-endpoints') as boolean,
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });

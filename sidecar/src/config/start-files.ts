@@ -8,6 +8,7 @@ import tls from 'node:tls';
 import { loadOperationsFile, type OperationMap } from '../route/operation-map.ts';
 import { loadProtoDir, type ProtoCatalog } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
+import { loadTranscodeTable } from '../transcode/transcode-table.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import type { Config } from './load.ts';
 import { ConfigError } from './parse-value.ts';
@@ -16,6 +17,8 @@ export interface StartFiles {
   routes: readonly RestRoute[] | undefined;
   operations: OperationMap | undefined;
   protos: ProtoCatalog | undefined;
+  /** With --transcode: the google.api.http bindings checked for translating. */
+  transcodeRules?: number | undefined;
 }
 
 function load<T>(flag: string, file: string | undefined, loader: (file: string) => T): T | undefined {
@@ -49,5 +52,6 @@ export function loadStartFiles(config: Config): StartFiles {
     routes: load('routes', config.routesFile, loadRouteFile),
     operations: load('operations', config.operationsFile, loadOperationsFile),
     protos: load('proto', config.protoDir, loadProtoDir),
+    transcodeRules: config.transcode ? load('proto', config.protoDir, (dir) => loadTranscodeTable(dir, config.jsonNames).bindings.length) : undefined,
   };
 }

@@ -13,17 +13,24 @@ import type { ConnectionRecord } from '../observe/observer.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
+import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
 import { ResetBudget } from './reset-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
 
 const CONN = Symbol('rpcscope.downstreamConnection');
 const SESSION = Symbol('rpcscope.session');
 const AGED = Symbol('rpcscope.aged');
-type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean };
+/** The connection was answered and is closing: nothing more on it is forwarded. */
+const REFUSED = Symbol('rpcscope.refused');
+type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean; [REFUSED]?: boolean };
 
 const ignore = (): void => {};
 const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
 const SESSION_WINDOW = 16 * 1024 * 1024;
+/** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
+const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
+/** After its 400, 405, 408 or 431, how long a client has to read it before its socket is destroyed. */
+const REFUSED_LINGER_MS = 1000;
 
 export class ProxyListener {
   private readonly server: net.Server;
@@ -38,16 +45,29 @@ export class ProxyListener {
    */
   private readonly h1Sockets = new Set<net.Socket>();
   private draining = false;
+  private readonly timeouts: ConnectionTimeouts;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number, private readonly forward: Forwarders) {
-    // Streams and long polls may last hours: no request timeout of our own.
-    this.h1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 });
+    const { firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs } = ctx.config;
+    this.timeouts = new ConnectionTimeouts(requestHeadersTimeoutMs, idleTimeoutMs);
+    // Streams and long polls may last hours: no request timeout. Node's headers
+    // timeout runs only on a server that listens itself, which `h1` does not, and its
+    // keep-alive timeout would cut idle connections before --idle-timeout: both are
+    // ConnectionTimeouts' job.
+    this.h1 = http.createServer({ requestTimeout: 0, keepAliveTimeout: 0 });
     this.h1.on('request', (req, res) => this.onRequest(req, res));
     this.h1.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+    // Whatever llhttp refuses (smuggling shapes: Content-Length with Transfer-Encoding,
+    // differing Content-Lengths, obs-fold, bare LF; oversized heads) never reaches the forwarder.
     this.h1.on('clientError', (err: Error & { code?: string }, socket) => {
-      ctx.log.debug('bad HTTP/1.1 request', { error: err.code ?? err.message });
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      else socket.destroy();
+      // Socket errors (a reset) come here too: that client only went away.
+      if (!err.code?.startsWith('HPE_')) return void socket.destroy();
+      ctx.log.debug('bad HTTP/1.1 request', { error: err.code });
+      this.refuse(socket, err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request');
+    });
+    this.h1.on('connect', (req: http.IncomingMessage, socket: Duplex) => {
+      ctx.log.debug('HTTP/1.1 CONNECT refused', { target: req.url });
+      this.refuse(socket, '405 Method Not Allowed', NOT_A_TUNNEL);
     });
 
     this.h2 = http2.createServer({ settings: H2_SETTINGS });
@@ -58,11 +78,20 @@ export class ProxyListener {
 
     const { tlsCert, tlsKey } = ctx.config;
     if (tlsCert && tlsKey) {
-      this.server = tls.createServer({ cert: readFileSync(tlsCert), key: readFileSync(tlsKey), ALPNProtocols: ['h2', 'http/1.1'] });
+      this.server = tls.createServer({
+        cert: readFileSync(tlsCert),
+        key: readFileSync(tlsKey),
+        ALPNProtocols: ['h2', 'http/1.1'],
+        ...(firstByteTimeoutMs > 0 ? { handshakeTimeout: firstByteTimeoutMs } : {}),
+      });
       this.server.on('secureConnection', (socket: tls.TLSSocket) => this.contain(() => this.hand(socket, socket.alpnProtocol === 'h2'), () => socket.destroy()));
-      this.server.on('tlsClientError', (err) => ctx.log.debug('TLS handshake failed', { error: err.message }));
+      this.server.on('tlsClientError', (err: Error & { code?: string }) => {
+        if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') ctx.faults.connectionTerminated('first_byte_timeout');
+        ctx.log.debug('TLS handshake failed', { error: err.message });
+      });
     } else {
-      this.server = net.createServer((socket) => sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy())));
+      const timedOut = (): void => ctx.faults.connectionTerminated('first_byte_timeout');
+      this.server = net.createServer((socket) => sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy()), firstByteTimeoutMs, timedOut));
     }
   }
 
@@ -80,7 +109,36 @@ export class ProxyListener {
     }
   }
 
+  /** Answers a request the proxy will not forward, and closes its connection. */
+  private refuse(socket: Duplex, status: string, headers = ''): void {
+    // llhttp may report more than one error for the bytes that follow the first.
+    if ((socket as Tracked)[REFUSED]) return void socket.destroy();
+    this.ctx.faults.connectionTerminated('bad_request');
+    this.answerAndClose(socket, status, headers);
+  }
+
+  private answerAndClose(socket: Duplex, status: string, headers = ''): void {
+    (socket as Tracked)[REFUSED] = true;
+    if (!socket.writable) return void socket.destroy();
+    socket.end(`HTTP/1.1 ${status}\r\n${headers}connection: close\r\ncontent-length: 0\r\n\r\n`);
+    // A client that does not read its answer or close must not keep the socket.
+    setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
+  }
+
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    if ((req.socket as Tracked)[REFUSED]) {
+      req.socket.destroy();
+      return;
+    }
+    // RFC 9112 §3.2: origin-form, or `OPTIONS *`. The absolute-form is what a forward
+    // proxy is sent; rpcscope forwards only to its configured upstream, so a client
+    // asking for another server by URI is told no rather than sent somewhere else.
+    const target = req.url ?? '';
+    if (target[0] !== '/' && !(target === '*' && req.method === 'OPTIONS')) {
+      this.ctx.log.debug('HTTP/1.1 request target refused', { target });
+      this.refuse(req.socket, '400 Bad Request');
+      return;
+    }
     const conn = this.connectionOf(req.socket);
     try {
       if (!conn) throw new Error('HTTP/1.1 request on an untracked connection');
@@ -105,9 +163,16 @@ export class ProxyListener {
     }
   }
 
-  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, rawHeaders?: string[]): void {
+    // A CONNECT stream asks for a tunnel (RFC 9113 §8.5; extended CONNECT is not
+    // advertised), which a proxy bound to one upstream does not open.
+    if (headers[':method'] === 'CONNECT') {
+      stream.on('error', ignore);
+      stream.respond({ ':status': 405, allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }, { endStream: true });
+      return;
+    }
     try {
-      this.forward.h2(this.ctx, conn, stream, headers, onClientReset);
+      this.forward.h2(this.ctx, conn, stream, headers, onClientReset, rawHeaders);
     } catch (err) {
       this.ctx.faults.internalError('forward_h2', err);
       // A gRPC caller reads RST_STREAM INTERNAL_ERROR as status INTERNAL. The reset
@@ -156,7 +221,9 @@ export class ProxyListener {
     (socket as Tracked)[CONN] = conn;
     socket.on('error', () => {});
     this.ctx.observer.connectionOpened(conn);
+    const unwatch = this.timeouts.watch({ conn, bytesRead: h2 ? undefined : () => socket.bytesRead, expire: (why) => this.expire(socket, why) });
     socket.once('close', () => {
+      unwatch();
       conn.closeTime = now();
       this.ctx.observer.connectionClosed(conn);
     });
@@ -175,6 +242,19 @@ export class ProxyListener {
       this.h1.emit('connection', socket);
       socket.resume();
     }
+  }
+
+  /** --request-headers-timeout and --idle-timeout: the connection held a slot and did nothing with it. */
+  private expire(socket: net.Socket, why: Expiry): void {
+    this.ctx.faults.connectionTerminated(why);
+    this.ctx.log.debug('client connection closed', { reason: why, peer: `${socket.remoteAddress}:${socket.remotePort}` });
+    const session = (socket as Tracked)[SESSION];
+    if (session) {
+      this.goaway(session);
+      return;
+    }
+    if (why === 'request_headers_timeout') this.answerAndClose(socket, '408 Request Timeout');
+    else socket.destroy();
   }
 
   /**
@@ -208,13 +288,25 @@ export class ProxyListener {
     const onClientReset = (): void => {
       if (!budget.spend() && !session.destroyed) this.cutFlood(session);
     };
-    session.on('stream', (stream, headers) => this.onStream(conn, onClientReset, stream, headers));
+    // The fourth argument, raw fields (left out of Node's type definitions), keeps repeated fields apart.
+    session.on('stream', (stream, headers, _flags, rawHeaders?: string[]) => this.onStream(conn, onClientReset, stream, headers, rawHeaders));
     session.on('error', (err: Error & { code?: string }) => {
       // Node's HTTP/2 layer gave up on the session (nghttp2's reset limit, bad frames);
       // a socket error is only the client going away.
       if (err.code?.startsWith('ERR_HTTP2_') && err.code !== 'ERR_HTTP2_SESSION_ERROR') this.ctx.faults.connectionTerminated('protocol_error');
     });
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
+    const firstByteMs = this.ctx.config.firstByteTimeoutMs;
+    if (firstByteMs > 0) {
+      // Over TLS nothing has checked the preface yet; in cleartext the SETTINGS after it.
+      const timer = setTimeout(() => {
+        this.ctx.faults.connectionTerminated('first_byte_timeout');
+        session.destroy();
+      }, firstByteMs);
+      timer.unref();
+      session.once('remoteSettings', () => clearTimeout(timer));
+      session.once('close', () => clearTimeout(timer));
+    }
     session.on('goaway', (code) => this.ctx.observer.goaway('client', code));
     session.once('close', () => this.sessions.delete(session));
     if (this.draining) this.goaway(session);

@@ -7,19 +7,33 @@ export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin
 
 /**
  * Reads just enough of the socket to decide, puts the bytes back, and calls
- * `decide` once with the socket paused. A socket that closes first is dropped.
+ * `decide` once with the socket paused. A socket that closes first is dropped;
+ * one that has not let us decide within `timeoutMs` (0: no limit) — silent, or
+ * sending the preface a byte at a time — is destroyed and `timedOut` called.
  */
-export function sniffHttpVersion(socket: Socket, decide: (h2: boolean) => void): void {
+export function sniffHttpVersion(socket: Socket, decide: (h2: boolean) => void, timeoutMs = 0, timedOut: () => void = () => {}): void {
   let seen: Buffer = Buffer.alloc(0);
+  // A client that resets before we decide only goes away; unheard, its error would end the process.
+  socket.on('error', () => {});
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          socket.removeListener('data', onData);
+          socket.destroy();
+          timedOut();
+        }, timeoutMs)
+      : undefined;
   const onData = (chunk: Buffer): void => {
     seen = seen.length ? Buffer.concat([seen, chunk]) : chunk;
     const n = Math.min(seen.length, H2_PREFACE.length);
     const prefixMatches = seen.compare(H2_PREFACE, 0, n, 0, n) === 0;
     if (prefixMatches && n < H2_PREFACE.length) return;
+    clearTimeout(timer);
     socket.removeListener('data', onData);
     socket.pause();
     socket.unshift(seen);
     decide(prefixMatches);
   };
   socket.on('data', onData);
+  if (timer) socket.once('close', () => clearTimeout(timer));
 }

@@ -4,6 +4,16 @@
 /** Call latency, docs/metrics.md "0.0005 … 30 s": fine below 10 ms, where sidecar overhead and fast RPCs live. */
 export const CALL_DURATION_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/**
+ * Call latency at the standard detail level: 5 ms to 2.5 s in seven steps, dense
+ * where RPCs live; every boundary is one of the full set, so a quantile
+ * compared across levels lands on shared edges.
+ */
+export const CALL_DURATION_SECONDS_STANDARD = [0.005, 0.025, 0.05, 0.1, 0.25, 1, 2.5];
+
+/** Call latency at the basic detail level: enough for a p50/p99 to tell fast, slow and stuck apart. */
+export const CALL_DURATION_SECONDS_BASIC = [0.01, 0.1, 0.5, 2.5];
+
 /** Body sizes, docs/metrics.md "64 B … 64 MiB": powers of 4. */
 export const PAYLOAD_BYTES = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 

@@ -1,7 +1,8 @@
 // Faults the sidecar contains instead of dying of: an exception raised while
 // handling one connection or one call is caught where that handling starts,
 // counted here, logged, and the sidecar keeps serving every other client. Also
-// the client connections the sidecar cut for misbehaving (a rapid-reset flood).
+// the client connections the sidecar cut for misbehaving (a rapid-reset flood, a
+// client too slow or silent).
 // Counts are plain numbers on the hot path; the metrics observer reads them at
 // scrape time (rpcscope_internal_errors_total, rpcscope_connections_terminated_total).
 import type { Logger } from '../log.ts';
@@ -16,8 +17,14 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  *   faster than its budget (the CVE-2023-44487 rapid-reset shape); GOAWAY ENHANCE_YOUR_CALM.
  * - `protocol_error`: Node's HTTP/2 layer ended the session with an HTTP/2 error
  *   (nghttp2's own reset rate limit sends GOAWAY INTERNAL_ERROR; invalid frames).
+ * - `first_byte_timeout`: the connection did not show its protocol in time (no TLS
+ *   handshake, no HTTP/2 preface and SETTINGS, no HTTP/1.1 request line).
+ * - `request_headers_timeout`: an HTTP/1.1 request's headers did not all arrive in time (slowloris); 408.
+ * - `idle_timeout`: no call in flight for the idle timeout (HTTP/2: GOAWAY NO_ERROR first).
+ * - `bad_request`: an HTTP/1.1 request refused before forwarding (malformed or
+ *   ambiguous head, oversized headers, absolute-form target, CONNECT); 400, 405 or 431.
  */
-export const TERMINATION_REASONS = ['reset_flood', 'protocol_error'] as const;
+export const TERMINATION_REASONS = ['reset_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
 
 /** A site logs its first fault with the stack, then at most once per interval with the count since. */

@@ -29,6 +29,8 @@ import {
 import { decideCodeNumber, deadlineDetection, endingReset } from './call-outcome.ts';
 import type { DeadlineDetection } from './call-outcome.ts';
 import { callShape } from './call-shape.ts';
+import { DETAIL_LEVELS } from './metrics-detail.ts';
+import type { DetailLevel, MetricsDetail } from './metrics-detail.ts';
 import { HistogramFamily, ValueFamily } from './metric-cells.ts';
 import type { HistogramCell, MetricFamily, ValueCell } from './metric-cells.ts';
 import { ProcessMetrics } from './process-metrics.ts';
@@ -60,6 +62,8 @@ export interface MetricsObserverOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** The sidecar's contained faults and cut connections, read at each scrape. */
   faults?: Faults;
+  /** How much of the per-method distribution to export (--metrics-detail); `standard` by default. */
+  detail?: MetricsDetail;
 }
 
 export interface MetricsObserver extends Observer {
@@ -67,6 +71,8 @@ export interface MetricsObserver extends Observer {
   handleMetrics(req: IncomingMessage, res: ServerResponse): void;
   /** The exposition text /metrics serves. */
   render(): string;
+  /** Families kept elsewhere (the translation metrics), served in the same exposition after the call metrics. */
+  addFamilies(render: () => string): void;
   /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
   route(call: CallRecord): Route;
   shutdown(): Promise<void>;
@@ -89,9 +95,16 @@ type StreamType = Exclude<MethodShape, 'unary'>;
 class EncodingCells {
   /** By `code * 1000 + http_status`. */
   readonly calls = new Map<number, ValueCell>();
-  /** By gRPC code. */
+  /** By gRPC code where the level labels durations by code; else the one cell is at 0. */
   readonly durations: (HistogramCell | undefined)[] = [];
-  constructor(readonly encoding: Encoding, readonly requestBytes: HistogramCell, readonly responseBytes: HistogramCell) {}
+  constructor(
+    readonly encoding: Encoding,
+    readonly requestBytes: ValueCell,
+    readonly responseBytes: ValueCell,
+    /** The size distributions, at the full level only. */
+    readonly requestSizes: HistogramCell | undefined,
+    readonly responseSizes: HistogramCell | undefined,
+  ) {}
 }
 
 /** Series of one (direction, protocol, method), bound when the route is first seen in that direction. */
@@ -141,7 +154,8 @@ class MetricsObserverImpl implements MetricsObserver {
   // Families in docs/metrics.md order, which is the exposition's order.
   private readonly callsTotal = new ValueFamily('rpcscope_calls_total', 'Finished calls, unary or streaming.', 'counter');
   private readonly callsActive = new ValueFamily('rpcscope_calls_active', 'Calls and streams in flight.', 'gauge');
-  private readonly callDuration = new HistogramFamily('rpcscope_call_duration_seconds', 'Duration of unary-shaped calls, from request headers received to response end sent.', CALL_DURATION_SECONDS);
+  private readonly callDuration: HistogramFamily;
+  private readonly callBytes = new ValueFamily('rpcscope_call_bytes_total', 'Body bytes of finished calls, by flow.', 'counter');
   private readonly payload = new HistogramFamily('rpcscope_payload_bytes', 'Body bytes of one call, by flow.', PAYLOAD_BYTES);
   private readonly overhead = new HistogramFamily('rpcscope_proxy_overhead_seconds', 'Time the sidecar added to a call: its duration less the upstream part.', PROXY_OVERHEAD_SECONDS);
   private readonly streamDuration = new HistogramFamily('rpcscope_stream_duration_seconds', 'Lifetime of streaming calls.', STREAM_DURATION_SECONDS);
@@ -169,19 +183,12 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly internalErrorCells = new Map(FAULT_SITES.map((where) => [where, this.internalErrors.cell({ where })]));
   private readonly terminatedCells = new Map(TERMINATION_REASONS.map((reason) => [reason, this.connectionsTerminated.cell({ reason })]));
   private readonly faults: Faults | undefined;
+  private readonly extraFamilies: (() => string)[] = [];
   private readonly endpointsCell = this.upstreamEndpoints.cell({});
   private readonly skewCell = this.loadSkewRatio.cell({});
   private readonly skew = new LoadSkew();
   private readonly knownEndpoints: () => readonly string[];
-  private readonly families: MetricFamily[] = [
-    this.callsTotal, this.callsActive, this.callDuration, this.payload, this.overhead,
-    this.streamDuration, this.firstMessage, this.messages,
-    this.resets, this.goaways,
-    this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
-    this.connectionsActive, this.connectionDuration, this.connectionCalls,
-    this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
-    this.internalErrors, this.connectionsTerminated,
-  ];
+  private readonly families: MetricFamily[];
 
   private readonly router: Router;
   private readonly routeCells: Record<Direction, Map<Route, RouteCells>> = { inbound: new Map(), outbound: new Map() };
@@ -194,8 +201,20 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly inFlight = new Set<CallRecord>();
   private readonly processMetrics: ProcessMetrics;
   private readonly targetInfo: string;
+  private readonly level: DetailLevel;
 
   constructor(opts: MetricsObserverOptions) {
+    this.level = DETAIL_LEVELS[opts.detail ?? 'standard'];
+    this.callDuration = new HistogramFamily('rpcscope_call_duration_seconds', 'Duration of unary-shaped calls, from request headers received to response end sent.', this.level.durationBuckets);
+    this.families = [
+      this.callsTotal, this.callsActive, this.callDuration, this.callBytes, this.payload, this.overhead,
+      this.streamDuration, this.firstMessage, this.messages,
+      this.resets, this.goaways,
+      this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
+      this.connectionsActive, this.connectionDuration, this.connectionCalls,
+      this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
+      this.internalErrors, this.connectionsTerminated,
+    ];
     this.router = new Router(opts);
     this.knownEndpoints = opts.knownEndpoints ?? (() => [...this.upstreamCells.keys()]);
     this.faults = opts.faults;
@@ -254,13 +273,16 @@ class MetricsObserverImpl implements MetricsObserver {
     const enc = this.encodingCells(cells, call.encoding);
     const callKey = code * 1000 + call.httpStatus;
     (enc.calls.get(callKey) ?? this.newCallCell(cells, enc, code, call.httpStatus)).value++;
-    enc.requestBytes.record(call.requestBytes);
-    enc.responseBytes.record(call.responseBytes);
+    enc.requestBytes.value += call.requestBytes;
+    enc.responseBytes.value += call.responseBytes;
+    enc.requestSizes?.record(call.requestBytes);
+    enc.responseSizes?.record(call.responseBytes);
 
     const elapsedMs = call.endTime - call.startTime;
     const shape = callShape(call, cells.route.shape);
     if (shape === 'unary') {
-      (enc.durations[code] ?? this.newDurationCell(cells, enc, code)).record(elapsedMs / 1000);
+      const slot = this.level.durationByCode ? code : 0;
+      (enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot)).record(elapsedMs / 1000);
     } else {
       (cells.streams[shape] ?? this.newStreamCell(cells, shape)).record(elapsedMs / 1000);
       if (call.firstResponseMessageTime !== undefined) {
@@ -328,7 +350,14 @@ class MetricsObserverImpl implements MetricsObserver {
     if (enc === undefined) {
       const { direction, route } = cells;
       const base = { direction, protocol: route.protocol, encoding, method: route.method, operation: route.operation };
-      enc = new EncodingCells(encoding, this.payload.cell({ ...base, flow: 'request' }), this.payload.cell({ ...base, flow: 'response' }));
+      const sizes = this.level.payloadDistribution;
+      enc = new EncodingCells(
+        encoding,
+        this.callBytes.cell({ ...base, flow: 'request' }),
+        this.callBytes.cell({ ...base, flow: 'response' }),
+        sizes ? this.payload.cell({ ...base, flow: 'request' }) : undefined,
+        sizes ? this.payload.cell({ ...base, flow: 'response' }) : undefined,
+      );
       cells.encodings[i] = enc;
     }
     return enc;
@@ -344,9 +373,10 @@ class MetricsObserverImpl implements MetricsObserver {
     return cell;
   }
 
-  private newDurationCell(cells: RouteCells, enc: EncodingCells, code: number): HistogramCell {
-    const cell = this.callDuration.cell({ ...encodingLabels(cells, enc), code: grpcCodeName(code) });
-    enc.durations[code] = cell;
+  private newDurationCell(cells: RouteCells, enc: EncodingCells, code: number, slot: number): HistogramCell {
+    const labels = encodingLabels(cells, enc);
+    const cell = this.callDuration.cell(this.level.durationByCode ? { ...labels, code: grpcCodeName(code) } : labels);
+    enc.durations[slot] = cell;
     return cell;
   }
 
@@ -440,6 +470,10 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
+  addFamilies(render: () => string): void {
+    this.extraFamilies.push(render);
+  }
+
   render(): string {
     for (const cells of this.upstreamCells.values()) cells.active.value = 0;
     for (const call of this.inFlight) {
@@ -456,6 +490,7 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     let out = this.targetInfo;
     for (const family of this.families) out += family.render();
+    for (const extra of this.extraFamilies) out += extra();
     return out + this.processMetrics.render();
   }
 }

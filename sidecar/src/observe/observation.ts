@@ -14,6 +14,7 @@ import { createMetricsObserver } from './metrics-observer.ts';
 export function createObservation(config: Config, files: StartFiles, log: Logger, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[], faults?: Faults): Observation {
   const metrics = createMetricsObserver({
     maxMethods: config.maxMethods,
+    detail: config.metricsDetail,
     routes: files.routes,
     operations: files.operations,
     protos: files.protos,
@@ -28,6 +29,7 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
     observers: [metrics, accessLog.observer],
     tracing,
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
+    addMetrics: (render) => metrics.addFamilies(render),
     shutdown: async () => {
       await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close()]);
     },

@@ -70,6 +70,11 @@ export class CallTap {
     return this.responseCounter?.endFrame !== undefined;
   }
 
+  /** The response body stopped between frames (always so for an unframed body). */
+  responseAtBoundary(): boolean {
+    return this.responseCounter?.atBoundary ?? true;
+  }
+
   /** Settle what the bytes said, once the call has ended. */
   finish(): void {
     const call = this.call;

@@ -87,6 +87,11 @@ export class MessageCounter {
     }
   }
 
+  /** No frame begun and not finished: a frame of the proxy's own may follow without corrupting the body. */
+  get atBoundary(): boolean {
+    return this.remaining < 0 && this.headerFill === 0 && this.base64Carry === '';
+  }
+
   private isEndFrame(): boolean {
     return this.endFlag !== 0 && (this.flags & this.endFlag) !== 0;
   }

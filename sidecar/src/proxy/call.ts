@@ -84,6 +84,8 @@ export class Call {
     const r = this.record;
     r.endTime = now();
     if (reset && !r.reset) r.reset = reset;
+    // An endpoint that could not be reached may come back speaking another version.
+    if (r.upstreamUnreachable && this.target) this.ctx.protocols.forget(this.target);
     this.tap.finish();
     this.conn.active--;
     this.ctx.inflight.delete(this);

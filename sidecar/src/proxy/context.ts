@@ -2,11 +2,13 @@
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from '../balancer/upstreams.ts';
+import type { Translating } from '../transcode/hand-off.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Faults } from '../observe/faults.ts';
 import type { Observer } from '../observe/observer.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
+import type { UpstreamProtocols } from './upstream-protocol.ts';
 
 export interface ProxyContext {
   readonly config: Config;
@@ -17,8 +19,14 @@ export interface ProxyContext {
   readonly faults: Faults;
   readonly h2: H2SessionPool;
   readonly h1: H1AgentPool;
+  /** The HTTP version each upstream endpoint speaks. */
+  readonly protocols: UpstreamProtocols;
   readonly upstreams: Upstreams;
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
   nextCallId(): number;
+  /** Calls that leave the plain proxy for a translating path (--transcode); undefined when none does. */
+  readonly translating?: Translating;
+  /** Ids for connections, downstream and upstream alike. */
+  nextConnId(): number;
 }

@@ -1,22 +1,17 @@
-// An HTTP/1.1 call forwarded over HTTP/1.1 to the upstream: the caller's HTTP
-// version is kept, bodies stream with backpressure, trailers of chunked
+// An HTTP/1.1 call forwarded over HTTP/1.1 to an upstream that speaks it (see
+// forward-by-version.ts): bodies stream with backpressure, trailers of chunked
 // responses pass through, and a connection closed mid-call on either side is
 // closed on the other.
 import http from 'node:http';
 import https from 'node:https';
 import { CONNECTION_CLOSED } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect } from '../protocol/detect.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { Call, now } from './call.ts';
+import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
+import type { Inbound } from './inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
-
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
+import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
 
 /** Raw trailer pairs as `res.addTrailers` takes them. */
 function trailerPairs(raw: string[]): [string, string][] {
@@ -34,13 +29,8 @@ function withTraceparent(raw: string[], traceparent: string | undefined): string
   return out;
 }
 
-export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
-  const method = req.method ?? 'GET';
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const contentType = req.headers['content-type'];
-  const detected = detect(method, contentType, headerText(req.headers['connect-protocol-version']), q < 0 ? '' : url.slice(q + 1));
-  const call = new Call(ctx, conn, detected, '1.1', method, q < 0 ? url : url.slice(0, q), req.headers);
+export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.IncomingMessage, res: http.ServerResponse, closing: () => boolean): void {
+  const { call, detected, method, path: url, contentType } = inbound;
   const { record, tap, target } = call;
   // No date header of our own: the caller sees the upstream's headers, no more.
   res.sendDate = false;
@@ -62,6 +52,7 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
   }
 
   let upstreamOpened = false;
+  let upstreamLength: string | undefined;
 
   const upReq = (target.tls ? https : http).request({
     host: target.host,
@@ -100,6 +91,7 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
+    upstreamLength = upRes.headers['content-length'];
     // Draining, or past --max-connection-age: the client is asked to close the connection.
     if (closing()) res.shouldKeepAlive = false;
     res.writeHead(status, upRes.statusMessage, filterRawHeaders(upRes.rawHeaders));
@@ -118,26 +110,45 @@ export function forwardH1(ctx: ProxyContext, conn: ConnectionRecord, req: http.I
     });
     upRes.on('aborted', () => {
       // The upstream closed its connection mid-response: the caller must not take a
-      // truncated body for a whole one, so its connection is closed too.
-      closedBy ??= 'upstream';
-      res.destroy();
+      // truncated body for a whole one.
+      endUpstreamLost();
     });
     upRes.on('error', () => {});
   });
 
   upReq.on('error', (err: Error & { code?: string }) => {
     if (record.deadlineEnforced) return;
-    if (res.headersSent) {
-      closedBy ??= 'upstream';
-      res.destroy();
-      return;
+    if (res.headersSent) return endUpstreamLost();
+    if (err.code?.startsWith('HPE_') && upstreamOpened) {
+      // The answer did not parse as HTTP/1.x: an HTTP/2-only app. This call is
+      // answered UNAVAILABLE (safe to retry), the next ones are translated.
+      ctx.protocols.notHttp1(target);
+      return reply(GrpcCode.UNAVAILABLE, 'the upstream does not speak HTTP/1.1; the next calls go over HTTP/2');
     }
     if (!upstreamOpened) record.upstreamUnreachable = true;
+    // Connected, then closed without an answer: perhaps no longer the server it was.
+    else ctx.protocols.forget(target);
     reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
   });
 
+  /**
+   * gRPC-Web and Connect streams stopped between frames end with their protocol's
+   * UNAVAILABLE status frame; anything else has its connection closed.
+   */
+  const endUpstreamLost = (): void => {
+    if (closedBy || res.destroyed) return;
+    closedBy = 'upstream';
+    // A body of declared length cannot take a frame more.
+    const open = tap.responseAtBoundary() && !res.writableEnded && upstreamLength === undefined;
+    const ending = open ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false) : undefined;
+    if (!ending?.body) return void res.destroy();
+    record.upstreamEndTime = now();
+    tap.responseData(ending.body);
+    res.end(ending.body);
+  };
+
   res.on('close', () => {
-    if (res.writableFinished) return call.end();
+    if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: CONNECTION_CLOSED });
     upReq.destroy();
     call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
   });

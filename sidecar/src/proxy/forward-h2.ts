@@ -2,19 +2,19 @@
 // frame: headers, data with backpressure both ways, trailers (and trailers-only
 // responses), and resets with their codes in both directions.
 import http2 from 'node:http2';
-import type { CallReset } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect } from '../protocol/detect.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../observe/call-record.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { Call, now } from './call.ts';
+import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
-import { filterH2Headers } from './hop-by-hop.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
+import type { Inbound } from './inbound.ts';
+import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 
 const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
-const ignore = (): void => {};
+/** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
+const PEER_RESET = 'ERR_HTTP2_STREAM_ERROR';
 
 // Node's respond() also takes `sendDate`, which its type definitions leave out.
 // Off: the caller sees the upstream's headers, not a date header of our own.
@@ -23,30 +23,15 @@ const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
 const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
 const WITH_BODY: RespondOptions = { sendDate: false };
 
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
+const ignore = (): void => {};
 
 /**
+ * `clientReset` gives the code of the caller's early end (see client-reset.ts);
  * `onClientReset` hears of each call its client reset before the response ended:
  * the listener's budget against rapid-reset floods.
  */
-export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, onClientReset: () => void = ignore): void {
-  // Failures surface as 'close' with rstCode; an unheard 'error' would crash the process.
-  stream.on('error', ignore);
-  const method = headers[':method'] ?? 'GET';
-  const path = headers[':path'] ?? '/';
-  const q = path.indexOf('?');
-  const contentType = headers['content-type'];
-  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
-  const call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
-  // Reset by its client (or cut with its connection) before the proxy could read it:
-  // counted as the client's reset, and nothing goes upstream — a rapid-reset flood
-  // must not be passed on to the app.
-  if (stream.destroyed) {
-    call.end({ side: 'client', code: stream.rstCode ?? Http2Error.CANCEL });
-    return onClientReset();
-  }
+export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, clientReset: () => number, onClientReset: () => void = ignore): void {
+  const { call, detected, method, path, contentType } = inbound;
   const { record, tap, target } = call;
 
   let pooled: PooledSession;
@@ -72,13 +57,14 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   };
 
   stream.on('close', () => {
-    if (responseDone) return call.end();
+    // closedBy: a response the proxy ended itself still tells whose fault it was.
+    if (responseDone) return call.end(closedBy);
     if (closedBy) return call.end(closedBy);
     // The client reset the stream (or its connection died) before the response ended.
-    const code = stream.rstCode ?? Http2Error.CANCEL;
-    if (up && !up.closed && !up.destroyed) up.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
+    const code = clientReset();
+    if (up && !up.closed && !up.destroyed) up.close(code === CONNECTION_CLOSED || code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
     call.end({ side: 'client', code });
-    onClientReset();
+    if (code !== CONNECTION_CLOSED) onClientReset();
   });
 
   if (!target) {
@@ -91,7 +77,9 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     ':scheme': target.tls ? 'https' : 'http',
     ':authority': headers[':authority'] ?? target.authority,
   };
-  filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
+  // Repeated fields stay repeated: Node's header object has them joined with ", ".
+  if (inbound.rawHeaders) fieldsFromRaw(inbound.rawHeaders, requestHeaders as Record<string, string | string[]>, true);
+  else filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
   if (call.traceparent) requestHeaders.traceparent = call.traceparent;
   const endStream = stream.endAfterHeaders;
   try {
@@ -123,7 +111,8 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   upstream.on('error', (err) => {
     upstreamError = err;
   });
-  upstream.on('response', (h, flags) => {
+  // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
+  upstream.on('response', (h, flags, raw?: string[]) => {
     record.upstreamHeadersTime = now();
     // A call that waited for its session to connect reached the upstream only then.
     if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
@@ -131,7 +120,8 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     tap.responseHeaders(status, h);
     if (stream.destroyed) return;
     const out: http2.OutgoingHttpHeaders = { ':status': status };
-    filterH2Headers(h, out as Record<string, string | string[]>);
+    if (raw) fieldsFromRaw(raw, out as Record<string, string | string[]>, true);
+    else filterH2Headers(h, out as Record<string, string | string[]>);
     const trailersOnly = (flags & END_STREAM) !== 0;
     responded = true;
     if (trailersOnly) responseDone = true;
@@ -139,8 +129,10 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
   });
   upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
   upstream.pipe(stream, { end: false });
-  upstream.on('trailers', (t) => {
+  let trailersRaw: string[] | undefined;
+  upstream.on('trailers', (t, _flags, raw?: string[]) => {
     trailers = t;
+    trailersRaw = raw;
     tap.responseTrailers(t);
   });
   let endSeen = false;
@@ -159,9 +151,15 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     // at 'close', where the reset code (or its absence) is known.
     if (trailers || tap.sawEndFrame()) completeResponse();
   });
+  /** Trailers of the proxy's own, when the upstream's connection broke mid-response. */
+  let lostTrailers: Record<string, string> | undefined;
   stream.on('wantTrailers', () => {
     const out: http2.OutgoingHttpHeaders = {};
-    if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
+    if (lostTrailers) {
+      tap.responseTrailers(lostTrailers);
+      Object.assign(out, lostTrailers);
+    } else if (trailersRaw) fieldsFromRaw(trailersRaw, out as Record<string, string | string[]>, true);
+    else if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
     responseDone = true;
     stream.sendTrailers(out);
   });
@@ -171,6 +169,11 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     // Already answered or reset for the caller: by the deadline, or by the caller itself.
     if (stream.destroyed || stream.closed || record.deadlineEnforced) return;
     const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
+    // The upstream's connection broke (the app killed, say) rather than it resetting
+    // this stream: Node then gives the stream a code (CANCEL, NO_ERROR) the upstream
+    // never sent, which the caller would read as its own cancellation or a whole body.
+    const lost = !upstreamComplete && pooled.connected && pooled.session.destroyed && upstreamError?.code !== PEER_RESET && code !== Http2Error.REFUSED_STREAM;
+    if (lost) return endUpstreamLost();
     if (code === Http2Error.NO_ERROR && endSeen) completeResponse();
     if (upstreamComplete && responded) {
       // The response is whole; a reset now only stops the request side (RFC 9113 §8.1).
@@ -185,6 +188,8 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
         record.upstreamUnreachable = true;
         return reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${upstreamError?.code ?? upstreamError?.message ?? 'connection failed'}`);
       }
+      // Connected, then failed without an answer: perhaps no longer the server it was.
+      ctx.protocols.forget(target);
       if (upstreamError?.code === 'ERR_HTTP2_GOAWAY_SESSION') {
         // The upstream went away before taking this stream: safe for the client to retry.
         closedBy = { side: 'upstream', code: Http2Error.REFUSED_STREAM };
@@ -194,4 +199,26 @@ export function forwardH2(ctx: ProxyContext, conn: ConnectionRecord, stream: htt
     closedBy = { side: 'upstream', code };
     stream.close(code);
   });
+
+  /**
+   * A response not begun is answered UNAVAILABLE; one begun ends with the
+   * protocol's own UNAVAILABLE ending where the body stopped between frames, else
+   * RST_STREAM(INTERNAL_ERROR). Counted as the upstream's connection closed.
+   */
+  const endUpstreamLost = (): void => {
+    closedBy = { side: 'upstream', code: CONNECTION_CLOSED };
+    if (!responded) {
+      ctx.protocols.forget(target);
+      return reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+    }
+    record.upstreamEndTime = now();
+    const ending = tap.responseAtBoundary() ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, true) : undefined;
+    if (!ending) return stream.close(Http2Error.INTERNAL_ERROR);
+    if (ending.body) {
+      tap.responseData(ending.body);
+      stream.write(ending.body);
+    }
+    lostTrailers = ending.trailers ?? {};
+    stream.end();
+  };
 }

@@ -1,5 +1,9 @@
 // HTTP/1.1 upgrades (WebSocket): the hand-shake goes to the upstream as it came,
-// then the two sockets are joined byte for byte until either side closes.
+// then the two sockets are joined byte for byte until either side closes. The
+// upstream connection is its own (an upgraded socket cannot go back to a pool),
+// verified with --upstream-ca, bounded by --connect-timeout, and counted as an
+// upstream connection like the pools' ones.
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
 import type http from 'node:http';
@@ -10,6 +14,15 @@ import { detect } from '../protocol/detect.ts';
 import { Call, now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
+
+/** The --upstream-ca bundle, read once on the first upgrade to an https:// upstream. */
+const caFiles = new Map<string, Buffer>();
+function caOf(file: string | undefined): Buffer | undefined {
+  if (file === undefined) return undefined;
+  let ca = caFiles.get(file);
+  if (!ca) caFiles.set(file, (ca = readFileSync(file)));
+  return ca;
+}
 
 export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
   const method = req.method ?? 'GET';
@@ -26,14 +39,29 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
     return;
   }
 
-  const upstream = target.tls ? tls.connect({ host: target.host, port: target.port, servername: target.host, ALPNProtocols: ['http/1.1'] }) : net.connect(target.port, target.host);
+  const upstream = target.tls
+    ? tls.connect({ host: target.host, port: target.port, servername: net.isIP(target.host) ? undefined : target.host, ALPNProtocols: ['http/1.1'], ca: caOf(ctx.config.upstreamCa) })
+    : net.connect(target.port, target.host);
   call.sent(target.authority);
+  const upConn: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 1, active: 1 };
+  const connectTimer = setTimeout(() => {
+    upstream.destroy(Object.assign(new Error(`connect timeout after ${ctx.config.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+  }, ctx.config.connectTimeoutMs);
+  upstream.once('close', () => {
+    clearTimeout(connectTimer);
+    if (!connected) return;
+    upConn.active = 0;
+    upConn.closeTime = now();
+    ctx.observer.connectionClosed(upConn);
+  });
   let connected = false;
   let switched = false;
   let closer: 'client' | 'upstream' | undefined;
 
   upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
+    clearTimeout(connectTimer);
     connected = true;
+    ctx.observer.connectionOpened(upConn);
     const raw = filterRawHeaders(req.rawHeaders, true);
     let text = `${method} ${url} HTTP/1.1\r\n`;
     for (let i = 0; i < raw.length; i += 2) text += `${raw[i]}: ${raw[i + 1]}\r\n`;

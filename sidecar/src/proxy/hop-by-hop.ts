@@ -66,3 +66,38 @@ export function filterH2Headers(headers: Record<string, string | string[] | unde
     out[name] = value;
   }
 }
+
+// Fields Node's http2 layer takes once only: it refuses to send a second one
+// (ERR_HTTP2_HEADER_SINGLE_VALUE) and keeps the first of those it receives
+// (lib/internal/http2/util.js, kSingleValueHeaders). A peer that repeats one gets
+// its first value forwarded, as Node itself would read it.
+const SINGLE_VALUE = new Set([
+  'access-control-allow-credentials', 'access-control-max-age', 'access-control-request-method', 'age', 'authorization',
+  'content-encoding', 'content-language', 'content-length', 'content-location', 'content-md5', 'content-range', 'content-type',
+  'date', 'dnt', 'etag', 'expires', 'from', 'host', 'if-match', 'if-modified-since', 'if-none-match', 'if-range',
+  'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'range', 'referer',
+  'retry-after', 'tk', 'upgrade-insecure-requests', 'user-agent', 'x-content-type-options',
+]);
+
+/**
+ * Raw fields ([name, value, ...], as Node's `rawHeaders`) as a header object to
+ * send: names lower-case (RFC 9113 §8.2.1), pseudo-headers and connection-specific
+ * fields gone, and a repeated field kept as repeated fields (an array), never
+ * joined with ", " — gRPC metadata may repeat a key, and a binary value joined so
+ * is no longer base64 to a C-core peer. `firstOfSingle` (raw fields from HTTP/2)
+ * keeps the first of a repeated single-value field, as Node reads it; from
+ * HTTP/1.1 the repetition stays, and Node refuses to send it over HTTP/2.
+ */
+export function fieldsFromRaw(raw: readonly string[], out: Record<string, string | string[]>, firstOfSingle = false): void {
+  const kept = filterRawHeaders(raw);
+  for (let i = 0; i < kept.length; i += 2) {
+    const name = kept[i]!.toLowerCase();
+    if (name.charCodeAt(0) === 0x3a /* : */) continue;
+    const value = kept[i + 1]!;
+    const seen = out[name];
+    if (seen === undefined) out[name] = value;
+    else if (firstOfSingle && SINGLE_VALUE.has(name)) continue;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [seen, value];
+  }
+}

@@ -20,9 +20,13 @@ export interface LocalReply {
   body: Buffer | undefined;
 }
 
-/** `grpc-message` is percent-encoded (PROTOCOL-HTTP2.md). */
+/**
+ * `grpc-message` percent-encodes only what is not printable ASCII, and `%`
+ * (PROTOCOL-HTTP2.md, "Status-Message"): clients decode no more than that, so a
+ * `/` or `;` encoded here would reach the caller as `%2F` or `%3B`.
+ */
 function grpcMessage(text: string): string {
-  return encodeURIComponent(text);
+  return text.replace(/[^\x20-\x24\x26-\x7e]/gu, (c) => encodeURIComponent(c));
 }
 
 export function localReply(protocol: Protocol, framed: boolean, requestContentType: string | undefined, code: LocalCode, message: string): LocalReply {
@@ -50,4 +54,47 @@ export function localReply(protocol: Protocol, framed: boolean, requestContentTy
     case 'rest':
       return { status: REST_STATUS[code], headers: { 'content-type': 'text/plain; charset=utf-8' }, body: Buffer.from(`rpcscope: ${message}\n`) };
   }
+}
+
+/** The message a caller reads when its upstream's connection broke mid-response. */
+export const UPSTREAM_LOST = 'upstream connection lost';
+
+/** How a response already begun is ended when its upstream's connection broke. */
+export interface LostEnding {
+  /** A status frame to append to the body (gRPC-Web trailer frame, Connect end-stream message). */
+  body?: Buffer;
+  /** HTTP/2 trailers to end with (gRPC). */
+  trailers?: Record<string, string>;
+}
+
+/**
+ * Ends a response the upstream left unfinished as UNAVAILABLE, in the framing the
+ * caller's protocol ends streams with (PROTOCOL-HTTP2.md trailers, PROTOCOL-WEB.md
+ * trailer frame, connectrpc.com/docs/protocol end-stream message), so that the
+ * caller never reads it as its own cancellation; undefined where the protocol has
+ * no such ending (REST, Connect unary): the body is then aborted. `trailersAllowed`:
+ * the caller's transport can carry trailers (HTTP/2).
+ */
+export function upstreamLostEnding(protocol: Protocol, framed: boolean, base64: boolean, trailersAllowed: boolean): LostEnding | undefined {
+  switch (protocol) {
+    case 'grpc':
+      return trailersAllowed ? { trailers: { 'grpc-status': String(GrpcCode.UNAVAILABLE), 'grpc-message': grpcMessage(UPSTREAM_LOST) } } : undefined;
+    case 'grpc_web': {
+      if (!framed) return undefined;
+      const lines = Buffer.from(`grpc-status:${GrpcCode.UNAVAILABLE}\r\ngrpc-message:${grpcMessage(UPSTREAM_LOST)}\r\n`);
+      const frame = Buffer.concat([envelope(0x80, lines.length), lines]);
+      return { body: base64 ? Buffer.from(frame.toString('base64')) : frame };
+    }
+    case 'connect':
+      return framed ? { body: localReply('connect', true, undefined, GrpcCode.UNAVAILABLE, UPSTREAM_LOST).body! } : undefined;
+    case 'rest':
+      return undefined;
+  }
+}
+
+function envelope(flags: number, length: number): Buffer {
+  const e = Buffer.alloc(5);
+  e[0] = flags;
+  e.writeUInt32BE(length, 1);
+  return e;
 }

@@ -1,7 +1,7 @@
 // Golden tests of the exposition: hand-built call records in, the exact text of
 // /metrics out, scraped over HTTP. docs/metrics.md is the contract these pin.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -10,12 +10,15 @@ import { after, describe, test } from 'node:test';
 import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
 import type { CallRecord } from '../../src/observe/call-record.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
+import type { MetricsDetail } from '../../src/observe/metrics-detail.ts';
 import type { MetricsObserver, MetricsObserverOptions } from '../../src/observe/metrics-observer.ts';
 import { composeObservers, noopObserver } from '../../src/observe/observer.ts';
 import type { ConnectionRecord } from '../../src/observe/observer.ts';
 import { loadOperationsFile } from '../../src/route/operation-map.ts';
 import { loadProtoDir } from '../../src/route/proto-catalog.ts';
 import { endedCall } from './records.ts';
+import { workloadCalls } from './series-workload.ts';
 import { contractSamples, scrape } from './scrape.ts';
 
 const fixtures = join(import.meta.dirname, '../fixtures');
@@ -51,8 +54,8 @@ function samples(text: string, name: string): string[] {
 }
 
 describe('golden exposition', () => {
-  test('one gRPC unary call, end to end', async () => {
-    const o = observer({ serviceName: 'orders-sidecar', env: { POD_NAME: 'orders-7d9f', POD_NAMESPACE: 'shop' } });
+  for (const [detail, file] of [['standard', 'grpc-unary-call.prom'], ['full', 'grpc-unary-call.full.prom']] as const) test(`one gRPC unary call, end to end, at --metrics-detail ${detail}`, async () => {
+    const o = observer({ serviceName: 'orders-sidecar', env: { POD_NAME: 'orders-7d9f', POD_NAMESPACE: 'shop' }, detail });
     o.connectionOpened(connection());
     run(o, {
       ...okGrpc,
@@ -68,18 +71,21 @@ describe('golden exposition', () => {
     });
     o.connectionClosed(connection({ closeTime: 30_000, calls: 1 }));
     const text = await scrape(o);
-    const golden = readFileSync(join(fixtures, 'golden/grpc-unary-call.prom'), 'utf8');
     // The process's own series (and the build, which differs per Node version) have their own test.
-    assert.equal(text.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(process_|nodejs_|rpcscope_build_info)/.test(l)).join('\n'), golden);
+    const ours = text.split('\n').filter((l) => !/^(# (HELP|TYPE) )?(process_|nodejs_|rpcscope_build_info)/.test(l)).join('\n');
+    if (process.env.RPCSCOPE_WRITE_GOLDEN === '1') writeFileSync(join(fixtures, 'golden', file), ours);
+    assert.equal(ours, readFileSync(join(fixtures, 'golden', file), 'utf8'));
   });
 });
 
-/** docs/metrics.md, as data: each metric's type and exact label names. */
+const CALL_LABELS = ['direction', 'protocol', 'encoding', 'method', 'operation'];
+
+/** docs/metrics.md, as data: each metric's type and exact label names, at the default detail level. */
 const CONTRACT: Record<string, [type: string, labels: string[]]> = {
-  rpcscope_calls_total: ['counter', ['direction', 'protocol', 'encoding', 'method', 'operation', 'code', 'http_status']],
+  rpcscope_calls_total: ['counter', [...CALL_LABELS, 'code', 'http_status']],
   rpcscope_calls_active: ['gauge', ['direction', 'protocol', 'method']],
-  rpcscope_call_duration_seconds: ['histogram', ['direction', 'protocol', 'encoding', 'method', 'operation', 'code']],
-  rpcscope_payload_bytes: ['histogram', ['direction', 'protocol', 'encoding', 'method', 'operation', 'flow']],
+  rpcscope_call_duration_seconds: ['histogram', CALL_LABELS],
+  rpcscope_call_bytes_total: ['counter', [...CALL_LABELS, 'flow']],
   rpcscope_proxy_overhead_seconds: ['histogram', ['direction', 'protocol']],
   rpcscope_stream_duration_seconds: ['histogram', ['direction', 'protocol', 'method', 'stream_type']],
   rpcscope_stream_first_message_seconds: ['histogram', ['direction', 'protocol', 'method']],
@@ -105,10 +111,21 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_build_info: ['gauge', ['version', 'node_version', 'commit']],
 };
 
+/** What --metrics-detail changes (docs/metrics.md "Detail levels and cost"). */
+const CONTRACT_BY_DETAIL: Record<MetricsDetail, Record<string, [type: string, labels: string[]]>> = {
+  basic: CONTRACT,
+  standard: CONTRACT,
+  full: {
+    ...CONTRACT,
+    rpcscope_call_duration_seconds: ['histogram', [...CALL_LABELS, 'code']],
+    rpcscope_payload_bytes: ['histogram', [...CALL_LABELS, 'flow']],
+  },
+};
+
+const DURATION_RANGE: Record<MetricsDetail, [string, string]> = { basic: ['0.01', '2.5'], standard: ['0.005', '2.5'], full: ['0.0005', '30'] };
+
 /** The le values docs/metrics.md gives a range for: first and last finite bucket. */
 const BUCKET_RANGES: Record<string, [string, string]> = {
-  rpcscope_call_duration_seconds: ['0.0005', '30'],
-  rpcscope_payload_bytes: ['64', '67108864'],
   rpcscope_stream_duration_seconds: ['0.01', '3600'],
   rpcscope_deadline_used_ratio: ['0.1', '2'],
 };
@@ -119,8 +136,8 @@ function labelNames(sample: string): string[] {
 }
 
 describe('the docs/metrics.md contract', () => {
-  test('every metric, with its exact name, type, labels and bucket range', async () => {
-    const o = observer({ protos: loadProtoDir(join(fixtures, 'protos')) });
+  for (const detail of METRICS_DETAILS) test(`every metric, with its exact name, type, labels and bucket range, at --metrics-detail ${detail}`, async () => {
+    const o = observer({ protos: loadProtoDir(join(fixtures, 'protos')), detail });
     o.connectionOpened(connection());
     o.connectionClosed(connection({ closeTime: 5_000, calls: 3 }));
     o.goaway('upstream', 0);
@@ -134,8 +151,9 @@ describe('the docs/metrics.md contract', () => {
 
     const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
     const ours = [...types.keys()].filter((n) => n.startsWith('rpcscope_'));
-    assert.deepEqual(ours.sort(), Object.keys(CONTRACT).sort());
-    for (const [name, [type, labels]] of Object.entries(CONTRACT)) {
+    const contract = CONTRACT_BY_DETAIL[detail];
+    assert.deepEqual(ours.sort(), Object.keys(contract).sort());
+    for (const [name, [type, labels]] of Object.entries(contract)) {
       assert.equal(types.get(name), type, name);
       const lines = samples(text, name);
       assert.ok(lines.length > 0, name);
@@ -146,7 +164,8 @@ describe('the docs/metrics.md contract', () => {
         assert.ok([name, `${name}_bucket`, `${name}_sum`, `${name}_count`].includes(sampleName) && (type === 'histogram' || sampleName === name), line);
       }
     }
-    for (const [name, [first, last]] of Object.entries(BUCKET_RANGES)) {
+    const ranges = { ...BUCKET_RANGES, rpcscope_call_duration_seconds: DURATION_RANGE[detail], ...(detail === 'full' ? { rpcscope_payload_bytes: ['64', '67108864'] } : {}) };
+    for (const [name, [first, last]] of Object.entries(ranges)) {
       const les = [...new Set(samples(text, `${name}_bucket`).map((l) => /le="([^"]+)"/.exec(l)![1]!))];
       assert.equal(les[0], first, name);
       assert.deepEqual(les.slice(-2), [last, '+Inf'], name);
@@ -338,7 +357,7 @@ describe('streams', () => {
       'rpcscope_stream_first_message_seconds_sum{direction="inbound",protocol="grpc",method="order.v1.OrderService/WatchOrders"} 0.003',
     ]);
     assert.deepEqual(samples(text, 'rpcscope_call_duration_seconds_count'), [
-      'rpcscope_call_duration_seconds_count{direction="inbound",protocol="grpc",encoding="proto",method="x.v1.Unknown/Get",operation="x.v1.Unknown/Get",code="OK"} 1',
+      'rpcscope_call_duration_seconds_count{direction="inbound",protocol="grpc",encoding="proto",method="x.v1.Unknown/Get",operation="x.v1.Unknown/Get"} 1',
     ]);
   });
 });
@@ -441,5 +460,41 @@ describe('connections', () => {
     assert.ok(calls.includes('rpcscope_connection_calls_bucket{side="downstream",http_version="2",le="10000"} 1'));
     assert.ok(samples(text, 'rpcscope_connection_duration_seconds').includes('rpcscope_connection_duration_seconds_sum{side="downstream",http_version="2"} 600'));
     assert.ok(calls.includes('rpcscope_connection_calls_count{side="upstream",http_version="1.1"} 0'));
+  });
+});
+
+describe('the series budget (docs/metrics.md "Detail levels and cost")', () => {
+  async function exposition(detail?: MetricsDetail): Promise<string> {
+    const o = observer(detail ? { detail } : {});
+    for (const call of workloadCalls()) {
+      const end = call.endTime;
+      o.callStarted(call);
+      call.endTime = end;
+      o.callEnded(call);
+    }
+    return scrape(o);
+  }
+  const seriesOf = (text: string): number => text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+
+  test('the default level: at most 2,500 series and 400 KB for 100 gRPC methods × 3 codes + 20 REST routes', async () => {
+    const text = await exposition();
+    assert.ok(seriesOf(text) <= 2500, `${seriesOf(text)} series`);
+    assert.ok(Buffer.byteLength(text) <= 400_000, `${Buffer.byteLength(text)} bytes`);
+    assert.deepEqual(contractSamples(text).filter((l) => !l.startsWith('rpcscope_build_info')), contractSamples(await exposition('standard')).filter((l) => !l.startsWith('rpcscope_build_info')));
+  });
+
+  test('each level answers the same calls and bytes; full adds the distributions', async () => {
+    const totals = (text: string, name: string): number =>
+      contractSamples(text).filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `)).reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    const texts = await Promise.all(METRICS_DETAILS.map((d) => exposition(d)));
+    const calls = workloadCalls();
+    for (const text of texts) {
+      assert.equal(totals(text, 'rpcscope_calls_total'), calls.length);
+      assert.equal(totals(text, 'rpcscope_call_duration_seconds_count'), calls.length);
+      assert.equal(totals(text, 'rpcscope_call_bytes_total'), calls.reduce((n, c) => n + c.requestBytes + c.responseBytes, 0));
+    }
+    const [basic, standard, full] = texts.map(seriesOf) as [number, number, number];
+    assert.ok(basic < standard && standard * 4 < full, `basic ${basic}, standard ${standard}, full ${full}`);
+    assert.equal(totals(texts[2]!, 'rpcscope_payload_bytes_count'), 2 * calls.length);
   });
 });

@@ -1,0 +1,80 @@
+// Where a call leaves the plain proxy for a translating path: a REST call that
+// matches a google.api.http binding (--transcode), a gRPC-Web call when the
+// bridge is on (--grpc-web-bridge), and a CORS preflight for either
+// (--cors-origin). Built once at start; `undefined` when none is on, so the
+// plain path asks nothing.
+import type http from 'node:http';
+import type http2 from 'node:http2';
+import type { Config } from '../config/load.ts';
+import { ConfigError } from '../config/parse-value.ts';
+import type { Inbound } from '../proxy/inbound.ts';
+import type { ProxyContext } from '../proxy/context.ts';
+import { h1Caller, h2Caller, type Caller } from './caller.ts';
+import { Cors } from './cors.ts';
+import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
+import { transcodeRest } from './rest-transcoder.ts';
+import { loadTranscodeTable, type TranscodeTable } from './transcode-table.ts';
+import { TranscodeMetrics } from './transcode-metrics.ts';
+
+export class Translating {
+  readonly metrics = new TranscodeMetrics();
+
+  constructor(
+    private readonly table: TranscodeTable | undefined,
+    private readonly grpcWeb: boolean,
+    private readonly cors: Cors,
+  ) {}
+
+  /** True when the call is taken: the caller is answered from here. */
+  h1(ctx: ProxyContext, arrived: Inbound, req: http.IncomingMessage, res: http.ServerResponse): boolean {
+    return this.take(ctx, arrived, () => h1Caller(req, res));
+  }
+
+  h2(ctx: ProxyContext, arrived: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean {
+    return this.take(ctx, arrived, () => h2Caller(stream, headers));
+  }
+
+  private take(ctx: ProxyContext, arrived: Inbound, makeCaller: () => Caller): boolean {
+    const { call, detected, method, path } = arrived;
+    if (detected.protocol === 'grpc_web' && this.grpcWeb) {
+      const caller = makeCaller();
+      const extra = this.cors.responseHeaders(this.cors.allowed(caller.headers.origin));
+      bridgeGrpcWeb(ctx, this.metrics, call, caller, path, arrived.contentType ?? 'application/grpc-web+proto', detected.base64, extra);
+      return true;
+    }
+    if (detected.protocol !== 'rest') return false;
+    if (method === 'OPTIONS') return this.preflight(arrived, makeCaller);
+    if (!this.table) return false;
+    const q = path.indexOf('?');
+    const matched = this.table.match(method, q < 0 ? path : path.slice(0, q));
+    if (!matched) return false;
+    const caller = makeCaller();
+    const extraHeaders = this.cors.responseHeaders(this.cors.allowed(caller.headers.origin));
+    transcodeRest({ ctx, table: this.table, metrics: this.metrics, extraHeaders }, call, caller, matched, q < 0 ? '' : path.slice(q + 1));
+    return true;
+  }
+
+  private preflight(arrived: Inbound, makeCaller: () => Caller): boolean {
+    const caller = makeCaller();
+    const answer = this.cors.preflight('OPTIONS', caller);
+    if (!answer) return false;
+    const { call } = arrived;
+    caller.onDone((finished, code) => call.end(finished ? undefined : { side: 'client', code: code ?? -1 }));
+    call.tap.responseHeaders(answer.status, answer.headers);
+    caller.respond(answer.status, answer.headers);
+    caller.end();
+    return true;
+  }
+}
+
+/** What translating the settings ask for; undefined when they ask for none. Throws a ConfigError naming the file and rule on a bad binding. */
+export function createTranslating(config: Config): Translating | undefined {
+  if (!config.transcode && !config.grpcWebBridge) return undefined;
+  let table: TranscodeTable | undefined;
+  try {
+    table = config.transcode ? loadTranscodeTable(config.protoDir!, config.jsonNames) : undefined;
+  } catch (err) {
+    throw new ConfigError(`--proto: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins));
+}
