@@ -41,8 +41,10 @@ export interface DemoFleet {
   /**
    * Restarts one pod's sidecar with `extraArgs` on the same ports, as a rollout
    * would: out of the balancer, SIGTERM (GOAWAY, drain), start, back in.
+   * `whileStopping` runs from the SIGTERM to the exit (and is awaited before
+   * the new process starts), so a reader can take the old one's last counts.
    */
-  restartSidecar(pod: DemoPod, extraArgs: string[]): Promise<void>;
+  restartSidecar(pod: DemoPod, extraArgs: string[], whileStopping?: (old: SidecarProcess) => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -94,9 +96,10 @@ export async function startDemoFleet(podCount = 3): Promise<DemoFleet> {
         ...pods.map((p) => ({ address: p.admin, labels: { namespace: NAMESPACE, service: SERVICE, pod: p.name } })),
         { address: new URL(outbound.adminUrl).host, labels: { namespace: NAMESPACE, service: 'backoffice', pod: BALANCED_CALLER } },
       ],
-      async restartSidecar(pod, extraArgs) {
+      async restartSidecar(pod, extraArgs, whileStopping) {
         balancer.setReady(pod.endpoint, false);
-        await pod.sidecar.stop();
+        const old = pod.sidecar;
+        await Promise.all([old.stop(), whileStopping?.(old)]);
         pod.extraArgs = extraArgs;
         pod.sidecar = await startSidecarProcess(inboundArgs(pod), podEnv(pod.name));
         balancer.setReady(pod.endpoint, true);

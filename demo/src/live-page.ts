@@ -11,7 +11,8 @@ import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DIST_DIR, buildPlugin, bundleHarness } from '../../test/panel/harness-server.ts';
+import { DIST_DIR, buildPlugin } from '../../test/panel/harness-server.ts';
+import { cachedHarnessBundle } from './harness-bundle-cache.ts';
 import { beforeAfterQueries, podQueries, protocolQueries, type PanelQuery } from '../../test/panel/panel-queries.ts';
 import { LIVE_PAGE, PANEL_PAGE, UPLOT_CSS } from './live-page-html.ts';
 
@@ -144,10 +145,16 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
   if (bin === undefined) {
     return { missing: 'no panel page: it needs `prometheus` on PATH (Debian: apt-get install prometheus) to record the sidecars; going on with the terminal view' };
   }
-  const prometheus = await startPrometheus(bin, opts.targets);
-  // Built in the background: the page waits for it, the story does not.
-  const bundle = buildPlugin().then(bundleHarness);
-  bundle.catch((err: unknown) => opts.log(`the panel page cannot load the plugin: ${String(err)}`));
+  // Ready before the story starts, so the page shows the panel from the first second of traffic.
+  const building = (): void => opts.log('building the panel page\'s bundle of @grafana/ui (once: it is cached in node_modules/.cache)...');
+  const [started, built] = await Promise.allSettled([startPrometheus(bin, opts.targets), buildPlugin().then(() => cachedHarnessBundle(building))]);
+  if (built.status === 'rejected') {
+    if (started.status === 'fulfilled') await started.value.stop();
+    throw new Error(`the panel page cannot load the plugin: ${String(built.reason)}`);
+  }
+  if (started.status === 'rejected') throw started.reason;
+  const prometheus = started.value;
+  const bundle = built.value;
   let startS = Date.now() / 1000;
   let remedyS = startS + 30;
 
@@ -159,7 +166,7 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
     const fail = (err: unknown): void => send(500, 'text/plain', String(err));
     if (url.pathname === '/') return send(200, 'text/html; charset=utf-8', LIVE_PAGE(prometheus.url));
     if (url.pathname === '/panel') return send(200, 'text/html; charset=utf-8', PANEL_PAGE);
-    if (url.pathname === '/harness.js') return void bundle.then((js) => send(200, 'text/javascript', js), fail);
+    if (url.pathname === '/harness.js') return send(200, 'text/javascript', bundle);
     if (url.pathname === '/uPlot.min.css') return void readFile(UPLOT_CSS()).then((css) => send(200, 'text/css', css), fail);
     if (url.pathname === '/api/spec') {
       const mode = url.searchParams.get('mode') as Mode;
@@ -174,7 +181,7 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
     if (url.pathname.startsWith('/plugin/')) {
       const file = normalize(join(DIST_DIR, url.pathname.slice('/plugin/'.length)));
       if (!file.startsWith(DIST_DIR)) return send(403, 'text/plain', 'forbidden');
-      return void bundle.then(() => readFile(file)).then((body) => send(200, TYPES[extname(file)] ?? 'application/octet-stream', body), () => send(404, 'text/plain', 'not found'));
+      return void readFile(file).then((body) => send(200, TYPES[extname(file)] ?? 'application/octet-stream', body), () => send(404, 'text/plain', 'not found'));
     }
     send(404, 'text/plain', 'not found');
   });
@@ -192,7 +199,6 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
-      await bundle.catch(() => {});
       await prometheus.stop();
     },
   };

@@ -25,6 +25,16 @@ interface Snapshot {
   values: Map<string, number>;
 }
 
+/**
+ * A scrape of a busy sidecar on a loaded machine can take well over a second;
+ * a scrape given up loses nothing (the next one reads the same counters), but
+ * one given up just before a restart would, so the wait is generous.
+ */
+const SCRAPE_TIMEOUT_MS = 5000;
+/** While a sidecar drains, how often its counts are read again, and how long one read may take. */
+const DRAIN_POLL_MS = 20;
+const FINAL_SCRAPE_TIMEOUT_MS = 2000;
+
 /** Counters, and the parts of a histogram that only grow. */
 const isCounter = (name: string): boolean => /(_total|_bucket|_count|_sum)$/.test(name);
 
@@ -62,45 +72,88 @@ export class MetricsHistory {
   private readonly raw = new Map<string, number>();
   private readonly accumulated = new Map<string, number>();
   private readonly snapshots: Snapshot[] = [];
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly targets: () => readonly HistoryTarget[]) {}
 
-  /** Scrapes every target now; a target that does not answer (restarting) keeps its last values. */
-  async scrape(): Promise<void> {
-    const atMs = Date.now();
-    const texts = await Promise.all(
-      this.targets().map(async (t) => {
-        try {
-          const res = await fetch(`${t.adminUrl()}/metrics`, { signal: AbortSignal.timeout(900) });
-          return res.ok ? { id: t.id, text: await res.text() } : undefined;
-        } catch {
-          return undefined;
-        }
-      }),
-    );
-    for (const got of texts) {
-      if (got === undefined) continue;
-      for (const s of parseExposition(got.text)) {
-        const labelText = Object.entries(s.labels)
-          .map(([k, v]) => `${k}=${v}`)
-          .join(',');
-        const key = `${got.id}|${s.name}|${labelText}`;
-        let info = this.series.get(key);
-        if (info === undefined) {
-          info = { target: got.id, name: s.name, labels: s.labels, counter: isCounter(s.name) };
-          this.series.set(key, info);
-        }
-        if (!info.counter) {
-          this.accumulated.set(key, s.value);
-          continue;
-        }
-        const last = this.raw.get(key);
-        const increase = last === undefined ? s.value : s.value >= last ? s.value - last : s.value;
-        this.raw.set(key, s.value);
-        this.accumulated.set(key, (this.accumulated.get(key) ?? 0) + increase);
-      }
+  /**
+   * Scrapes every target now; a target that does not answer (restarting)
+   * keeps its last values. Scrapes run one after another: two in flight at
+   * once could land out of order and read as a counter reset.
+   */
+  scrape(): Promise<void> {
+    return this.serial(async () => {
+      const atMs = Date.now();
+      const texts = await Promise.all(this.targets().map(async (t) => ({ id: t.id, text: await this.fetchMetrics(t.adminUrl()) })));
+      for (const got of texts) if (got.text !== undefined) this.ingest(got.id, got.text);
+      this.snapshots.push({ atMs, values: new Map(this.accumulated) });
+    });
+  }
+
+  /**
+   * Follows one target through its process's exit (SIGTERM sent, `exited`
+   * pending): scrapes it again and again while it drains, so its last counts
+   * (the calls that finished during the drain too) are kept, then counts its
+   * next process from zero, whatever that one's first values are.
+   */
+  async followExit(id: string, adminUrl: string, exited: Promise<unknown>): Promise<void> {
+    let gone = false;
+    void exited.then(() => (gone = true));
+    while (!gone) {
+      await this.serial(async () => {
+        const atMs = Date.now();
+        // Refused once the drain is over and the admin port closed: the last answer held everything.
+        const text = await this.fetchMetrics(adminUrl, FINAL_SCRAPE_TIMEOUT_MS);
+        if (text === undefined) return;
+        this.ingest(id, text);
+        this.snapshots.push({ atMs, values: new Map(this.accumulated) });
+      });
+      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
     }
-    this.snapshots.push({ atMs, values: new Map(this.accumulated) });
+    await exited;
+    await this.serial(async () => {
+      for (const [key, info] of this.series) if (info.target === id) this.raw.delete(key);
+    });
+  }
+
+  private serial<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(job);
+    this.queue = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+
+  private async fetchMetrics(adminUrl: string, timeoutMs = SCRAPE_TIMEOUT_MS): Promise<string | undefined> {
+    try {
+      const res = await fetch(`${adminUrl}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+      return res.ok ? await res.text() : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private ingest(id: string, text: string): void {
+    for (const s of parseExposition(text)) {
+      const labelText = Object.entries(s.labels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
+      const key = `${id}|${s.name}|${labelText}`;
+      let info = this.series.get(key);
+      if (info === undefined) {
+        info = { target: id, name: s.name, labels: s.labels, counter: isCounter(s.name) };
+        this.series.set(key, info);
+      }
+      if (!info.counter) {
+        this.accumulated.set(key, s.value);
+        continue;
+      }
+      const last = this.raw.get(key);
+      const increase = last === undefined ? s.value : s.value >= last ? s.value - last : s.value;
+      this.raw.set(key, s.value);
+      this.accumulated.set(key, (this.accumulated.get(key) ?? 0) + increase);
+    }
   }
 
   /** The time of the newest scrape (epoch ms), or 0 before the first. */

@@ -23,7 +23,7 @@ export interface ProtocolRow {
   p99: number;
   rate: number;
   errorRatio: number;
-  /** Mean response body, bytes. */
+  /** Mean response body per call, bytes (a call answered without a body counts as 0). */
   responseBytes: number;
 }
 
@@ -34,9 +34,8 @@ export function protocolRows(h: MetricsHistory, fromMs: number, toMs: number): P
   const errors = h.increase('rpcscope_calls_total', { ...INBOUND, code: (c) => c !== 'OK' }, fromMs, toMs, by);
   const p50 = h.quantile(0.5, 'rpcscope_call_duration_seconds', INBOUND, fromMs, toMs, by);
   const p99 = h.quantile(0.99, 'rpcscope_call_duration_seconds', INBOUND, fromMs, toMs, by);
-  const where = { ...INBOUND, flow: 'response' };
-  const bytes = h.increase('rpcscope_payload_bytes_sum', where, fromMs, toMs, by);
-  const bodies = h.increase('rpcscope_payload_bytes_count', where, fromMs, toMs, by);
+  // The mean size per call, as the contract gives it at every detail level (bytes over calls).
+  const bytes = h.increase('rpcscope_call_bytes_total', { ...INBOUND, flow: 'response' }, fromMs, toMs, by);
   const seconds = Math.max(1, (toMs - fromMs) / 1000);
   const rows: ProtocolRow[] = [];
   for (const [key, n] of Object.entries(calls)) {
@@ -50,7 +49,7 @@ export function protocolRows(h: MetricsHistory, fromMs: number, toMs: number): P
       p99: p99[key] ?? NaN,
       rate: n / seconds,
       errorRatio: (errors[key] ?? 0) / n,
-      responseBytes: (bodies[key] ?? 0) > 0 ? (bytes[key] ?? 0) / bodies[key]! : NaN,
+      responseBytes: (bytes[key] ?? 0) / n,
     });
   }
   const perOperation = new Map<string, number>();
@@ -131,10 +130,10 @@ export function edgeFigures(h: MetricsHistory, fromMs: number, toMs: number, pod
 }
 
 /** Where the story is at `t` ms. */
-export function phaseOf(t: number, timeline: StoryTimeline, rolledOut: boolean): string {
+export function phaseOf(t: number, timeline: StoryTimeline, rolledOut: boolean, restarting?: string): string {
   if (t < timeline.migratedMs) return 'REST to gRPC migration under way';
   if (t < timeline.remedyMs) return 'gRPC carries the storefront: one HTTP/2 connection, one pod';
-  if (!rolledOut) return 'rolling out --max-connection-age 1s, the pinned pod first';
+  if (!rolledOut) return `rolling out --max-connection-age 1s, the pinned pod first${restarting ? `: restarting ${restarting}'s sidecar` : ''}`;
   return '--max-connection-age 1s on every pod: connections move on, the load spreads';
 }
 

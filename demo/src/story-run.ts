@@ -14,6 +14,22 @@ import { renderLine, renderScreen, type ViewState } from './story-view.ts';
 /** The remedy, rolled out to every pod's sidecar (a changed pod template restarts every pod). */
 export const REMEDY = ['--max-connection-age', '1s', '--max-connection-age-grace', '2s'];
 
+/**
+ * The last scrape, once no sidecar holds a call open: a client can see its
+ * answer a moment before its sidecar records the call's end. Bounded, so a
+ * stream a sidecar never closes cannot hold the summary back.
+ */
+async function settle(history: MetricsHistory): Promise<void> {
+  const until = Date.now() + SETTLE_MS;
+  for (;;) {
+    await history.scrape();
+    const open = Object.values(history.gauge('rpcscope_calls_active')).reduce((a, b) => a + b, 0);
+    if (open === 0 || Date.now() > until) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+const SETTLE_MS = 3000;
+
 export async function runStory(args: DemoArgs): Promise<number> {
   const out = process.stdout;
   const tty = out.isTTY === true && !args.noUi;
@@ -39,7 +55,8 @@ export async function runStory(args: DemoArgs): Promise<number> {
     for (const p of fleet.pods) say(`  ${p.name}  app ${p.app.url}  sidecar ${p.sidecar.url}  admin ${p.sidecar.adminUrl}/metrics`);
     say(`  balancer ${fleet.balancer.url} (one pod per TCP connection, round robin)  outbound sidecar ${fleet.outbound.url} (per call)`);
     if (!args.noPage) {
-      const started = await startLivePage({ targets: fleet.targets(), log: say });
+      // The page is a view beside the terminal one: the story goes on without it.
+      const started = await startLivePage({ targets: fleet.targets(), log: say }).catch((err: unknown) => ({ missing: `no panel page: ${err instanceof Error ? err.message : String(err)}` }));
       if ('missing' in started) say(started.missing);
       else page = started;
     }
@@ -48,8 +65,10 @@ export async function runStory(args: DemoArgs): Promise<number> {
     const traffic = startStoryTraffic({ serviceUrl: fleet.balancer.url, outboundUrl: fleet.outbound.url, timeline });
     const startedMs = Date.now();
     page?.setStart(startedMs, startedMs + timeline.remedyMs);
-    const view: ViewState = { history, timeline, startedMs, pods, outbound: BALANCED_CALLER, pinned: undefined, rolledOut: false, pageUrl: page?.url };
+    const view: ViewState = { history, timeline, startedMs, pods, outbound: BALANCED_CALLER, pinned: undefined, restarting: undefined, rolledOut: false, rolledOutMs: undefined, pageUrl: page?.url };
     stopping.signal.addEventListener('abort', () => traffic.stop(), { once: true });
+    // Ctrl-C while the page was being prepared.
+    if (stopping.signal.aborted) traffic.stop();
     if (tty) out.write('\x1b[?25l');
 
     const draw = (): void => {
@@ -64,11 +83,13 @@ export async function runStory(args: DemoArgs): Promise<number> {
       const order = [...f.pods].sort((a, b) => Number(b.name === before.top) - Number(a.name === before.top));
       for (const pod of order) {
         if (stopping.signal.aborted) return;
-        // Its last counts before the process goes, so the history misses none of them.
-        await history.scrape();
-        await f.restartSidecar(pod, REMEDY);
+        view.restarting = pod.name;
+        // Read while it drains, up to its exit, so the history misses none of its calls.
+        await f.restartSidecar(pod, REMEDY, (old) => history.followExit(pod.name, old.adminUrl, old.exited));
       }
+      view.restarting = undefined;
       view.rolledOut = true;
+      view.rolledOutMs = Date.now();
     };
 
     let remedying: Promise<void> | undefined;
@@ -85,10 +106,10 @@ export async function runStory(args: DemoArgs): Promise<number> {
     const tallies = await traffic.done;
     await ticker;
     await remedying;
-    await history.scrape();
+    await settle(history);
     if (tty) out.write('\x1b[?25h\n');
 
-    const summary = summarize({ history, tallies, timeline, startedMs, pods, outbound: BALANCED_CALLER });
+    const summary = summarize({ history, tallies, timeline, startedMs, pods, outbound: BALANCED_CALLER, rolledOutMs: view.rolledOutMs });
     out.write(`\n${renderSummary(summary)}\n`);
     if (page) out.write(`\nThe panel page was ${page.url}; it stops with the demo.\n`);
     if (args.summaryJson) await writeFile(args.summaryJson, `${JSON.stringify(summary, null, 2)}\n`);

@@ -17,6 +17,8 @@ export interface StorySummary {
     /** ListOrders' mean response per protocol: the 1,000-order list. */
     listBytes: Record<string, number>;
     pinned: { pod: string; shareBefore: number; skewBefore: number; skewAfter: number; shareAfter: number };
+    /** The pinned and the healed stretches, in s from the start; the rollout's end, or null when the run ended first. */
+    windows: { before: [number, number]; after: [number, number]; rolledOutS: number | null };
     balanced: { skew: number; loadSkew: number };
     resets: Record<string, number>;
     goawaysSent: number;
@@ -24,8 +26,12 @@ export interface StorySummary {
     withoutDeadline: number;
   };
   script: {
-    /** Calls of the compared operation per protocol (both clients), and those answered OK. */
-    comparison: Record<string, { calls: number; ok: number }>;
+    /**
+     * Calls of the compared operation per protocol (both clients), those
+     * answered by a pod (an `x-pod` came back: a sidecar carried them, so it
+     * counted them) and those answered OK.
+     */
+    comparison: Record<string, { calls: number; answered: number; ok: number }>;
     pinnedPod: string;
     skewBefore: number;
     skewAfter: number;
@@ -34,6 +40,8 @@ export interface StorySummary {
     deadlineMisses: number;
     cancelledStreams: number;
     withoutDeadline: number;
+    /** Of those, the ones a pod answered. */
+    withoutDeadlineAnswered: number;
     calls: number;
   };
 }
@@ -45,14 +53,23 @@ export interface SummaryInput {
   startedMs: number;
   pods: readonly string[];
   outbound: string;
+  /** When the last pod's sidecar came back with the remedy (epoch ms); undefined when the run ended first. */
+  rolledOutMs: number | undefined;
 }
+
+/**
+ * From the end of the rollout to the healed state: the connections opened
+ * during it are to remedied sidecars, which age them out within 1 s.
+ */
+const HEAL_MS = 1000;
 
 export function summarize(i: SummaryInput): StorySummary {
   const { history: h, tallies, timeline, startedMs } = i;
   const end = h.latestMs();
   const abs = (w: [number, number]): [number, number] => [startedMs + w[0], startedMs + w[1]];
   const [b0, b1] = abs(timeline.before);
-  const [a0, a1] = abs(timeline.after);
+  const afterWindow: [number, number] = i.rolledOutMs === undefined ? timeline.after : [i.rolledOutMs - startedMs + HEAL_MS, end - startedMs];
+  const [a0, a1] = abs(afterWindow);
   const before = podFigures(h, i.pods, b0, b1);
   const after = podFigures(h, i.pods, a0, Math.min(a1, end));
   const rows = protocolRows(h, startedMs, end);
@@ -61,10 +78,11 @@ export function summarize(i: SummaryInput): StorySummary {
 
   // Both clients' calls reach the pods' inbound sidecars.
   const compared = tallies.filter((t) => t.operation === COMPARED_OPERATION);
-  const scriptComparison: Record<string, { calls: number; ok: number }> = {};
+  const scriptComparison: Record<string, { calls: number; answered: number; ok: number }> = {};
   for (const t of compared) {
-    const c = (scriptComparison[t.protocol] ??= { calls: 0, ok: 0 });
+    const c = (scriptComparison[t.protocol] ??= { calls: 0, answered: 0, ok: 0 });
     c.calls++;
+    if (t.pod !== '') c.answered++;
     if (t.code === 'OK') c.ok++;
   }
   const grpcBefore = callsPerPod(
@@ -85,6 +103,11 @@ export function summarize(i: SummaryInput): StorySummary {
         .map(({ protocol, calls, p50, p99, errorRatio, responseBytes }) => ({ protocol, calls, p50, p99, errorRatio, responseBytes })),
       listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders').map((r) => [r.protocol, r.responseBytes])),
       pinned: { pod: pinnedPod, shareBefore: shareOf(before, pinnedPod), skewBefore: before.skew, skewAfter: after.skew, shareAfter: shareOf(after, pinnedPod) },
+      windows: {
+        before: [timeline.before[0] / 1000, timeline.before[1] / 1000],
+        after: [Math.round(afterWindow[0] / 100) / 10, Math.round(afterWindow[1] / 100) / 10],
+        rolledOutS: i.rolledOutMs === undefined ? null : Math.round((i.rolledOutMs - startedMs) / 100) / 10,
+      },
       balanced: { skew: balanced.skew, loadSkew: balanced.loadSkew },
       resets: edges.resets,
       goawaysSent: edges.goawaysSent,
@@ -95,11 +118,12 @@ export function summarize(i: SummaryInput): StorySummary {
       comparison: scriptComparison,
       pinnedPod: scriptPinned,
       skewBefore: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.before))),
-      skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.after))),
+      skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, afterWindow))),
       balancedSkew: maxOverMean(Object.values(callsPerPod(tallies.filter((t) => t.code === 'OK'), i.pods, [0, Infinity], 'backoffice'))),
       deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
       cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,
       withoutDeadline: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline).length,
+      withoutDeadlineAnswered: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline && t.pod !== '').length,
       calls: tallies.length,
     },
   };
@@ -131,10 +155,15 @@ export function renderSummary(s: StorySummary): string {
   const list = Object.entries(r.listBytes).map(([p, b]) => `${PROTOCOL_NAMES[p] ?? p} ${bytes(b)}`);
   if (list.length) out.push(`  ListOrders, the 1,000-order list: ${list.join(', ')} per response`);
   out.push('');
+  const w = r.windows;
+  const span = (x: [number, number]): string => `${Math.round(x[0])}–${Math.round(x[1])} s`;
+  out.push(`Pinned pod: ${r.pinned.pod} took ${pct(r.pinned.shareBefore)} of the calls once gRPC's one connection carried the storefront (${span(w.before)}): skew ${r.pinned.skewBefore.toFixed(2)}`);
   out.push(
-    `Pinned pod: ${r.pinned.pod} took ${pct(r.pinned.shareBefore)} of the calls once gRPC's one connection carried the storefront: skew ${r.pinned.skewBefore.toFixed(2)} before the remedy`,
+    w.rolledOutS === null
+      ? '  the run ended before --max-connection-age 1s was rolled out to every pod'
+      : `  after --max-connection-age 1s (rolled out by ${Math.round(w.rolledOutS)} s; ${span(w.after)}): ${r.pinned.pod} ${pct(r.pinned.shareAfter)}, skew ${r.pinned.skewAfter.toFixed(2)}`,
   );
-  out.push(`  after --max-connection-age 1s: ${r.pinned.pod} ${pct(r.pinned.shareAfter)}, skew ${r.pinned.skewAfter.toFixed(2)} (script, from x-pod: ${s.script.pinnedPod}, skew ${s.script.skewBefore.toFixed(2)} -> ${s.script.skewAfter.toFixed(2)})`);
+  out.push(`  the clients' own count (x-pod of each answer): ${s.script.pinnedPod}, skew ${s.script.skewBefore.toFixed(2)} -> ${s.script.skewAfter.toFixed(2)}`);
   out.push(
     `Balanced client: the outbound sidecar spread its calls with skew ${r.balanced.skew.toFixed(2)} (rpcscope_load_skew_ratio ${Number.isFinite(r.balanced.loadSkew) ? r.balanced.loadSkew.toFixed(2) : '–'}; script ${s.script.balancedSkew.toFixed(2)})`,
   );

@@ -38,7 +38,11 @@ export interface ViewState {
   outbound: string;
   /** The pod the migration pinned, once known. */
   pinned: string | undefined;
+  /** The pod whose sidecar the rollout is restarting now. */
+  restarting: string | undefined;
   rolledOut: boolean;
+  /** When the rollout ended (epoch ms). */
+  rolledOutMs: number | undefined;
   pageUrl: string | undefined;
 }
 
@@ -61,7 +65,7 @@ export function renderScreen(s: ViewState, color: boolean): string {
   const shares = protocolShares(t, s.timeline);
   const out: string[] = [];
   out.push(
-    `${c(BOLD, 'rpcscope demo')}  ${Math.round(t / 1000)} s of ${Math.round(s.timeline.durationMs / 1000)} s  ·  ${phaseOf(t, s.timeline, s.rolledOut)}`,
+    `${c(BOLD, 'rpcscope demo')}  ${Math.round(t / 1000)} s of ${Math.round(s.timeline.durationMs / 1000)} s  ·  ${phaseOf(t, s.timeline, s.rolledOut, s.restarting)}`,
   );
   out.push(c(DIM, `storefront traffic now: REST ${pct(shares.rest)}, gRPC ${pct(shares.grpc)}, Connect ${pct(shares.connect)}, gRPC-Web ${pct(shares.grpc_web)}`));
   if (s.pageUrl) out.push(`panel page: ${s.pageUrl}`);

@@ -50,7 +50,7 @@ after(() => rm(dir, { recursive: true, force: true }));
 test('the demo exits 0 with the summary only, and leaves no process behind', async () => {
   assert.equal(code, 0, stderr);
   assert.match(stdout, /^\nrpcscope demo: 2\d s, \d+ calls by the traffic script\n/);
-  for (const heading of ['GetOrder by protocol', 'gRPC against REST:', 'Pinned pod: ', 'after --max-connection-age 1s:', 'Balanced client:', 'Resets by side and code:', 'Deadline misses:']) {
+  for (const heading of ['GetOrder by protocol', 'gRPC against REST:', 'Pinned pod: ', 'after --max-connection-age 1s (rolled out by ', 'Balanced client:', 'Resets by side and code:', 'Deadline misses:']) {
     assert.ok(stdout.includes(heading), `the summary has "${heading}":\n${stdout}`);
   }
   assert.deepEqual(await processesMarked(mark), []);
@@ -60,9 +60,12 @@ test('GetOrder compared over every protocol: the calls the sidecars counted are 
   const protocols = summary.rpcscope.comparison.map((c) => c.protocol).sort();
   assert.deepEqual(protocols, ['connect', 'grpc', 'grpc_web', 'rest']);
   for (const c of summary.rpcscope.comparison) {
-    const made = summary.script.comparison[c.protocol]!.calls;
-    // Calls cut off at the balancer or ended while a sidecar drained for the rollout never reach a scrape.
-    assert.ok(c.calls <= made && c.calls >= made * 0.75, `${c.protocol}: rpcscope counted ${c.calls}, the script made ${made}`);
+    const { calls: made, answered } = summary.script.comparison[c.protocol]!;
+    // Every call a pod answered went through its sidecar, so it is counted (the
+    // demo reads each sidecar up to its exit at the rollout). A call that got no
+    // answer may have been cut before reaching a sidecar (a connection closed
+    // by the rollout) or inside it (a missed deadline): either is possible.
+    assert.ok(c.calls >= answered && c.calls <= made, `${c.protocol}: rpcscope counted ${c.calls}; the script made ${made}, of which pods answered ${answered}`);
     assert.ok(c.p50 > 0 && c.p99 >= c.p50, `${c.protocol}: p50 ${c.p50}, p99 ${c.p99}`);
   }
   const bytes = Object.fromEntries(summary.rpcscope.comparison.map((c) => [c.protocol, c.responseBytes]));
@@ -70,8 +73,9 @@ test('GetOrder compared over every protocol: the calls the sidecars counted are 
 });
 
 test("the pinned pod is the one the script's gRPC connection sat on, and its skew heals after the remedy", () => {
-  const { pinned } = summary.rpcscope;
+  const { pinned, windows } = summary.rpcscope;
   assert.equal(pinned.pod, summary.script.pinnedPod);
+  assert.ok(windows.rolledOutS !== null && windows.after[1] - windows.after[0] >= 2, `a healed stretch of 2 s at least: ${JSON.stringify(windows)}`);
   assert.ok(pinned.skewBefore >= 1.5, `skew before ${pinned.skewBefore}`);
   assert.ok(pinned.skewAfter < pinned.skewBefore - 0.3, `skew after ${pinned.skewAfter} against ${pinned.skewBefore} before`);
   assert.ok(Math.abs(pinned.skewBefore - summary.script.skewBefore) <= 0.3, `rpcscope ${pinned.skewBefore}, script (x-pod) ${summary.script.skewBefore}`);
@@ -89,5 +93,6 @@ test('resets, deadline misses and calls without a deadline follow what the scrip
   assert.ok(summary.script.cancelledStreams > 0 && (r.resets['client | CANCEL'] ?? 0) > 0, `CANCEL resets ${r.resets['client | CANCEL']} for ${summary.script.cancelledStreams} cancelled streams`);
   assert.ok(r.goawaysSent > 0, 'the rollout and --max-connection-age sent GOAWAYs');
   assert.ok(r.deadlineMisses > 0 && summary.script.deadlineMisses > 0, `deadline misses: rpcscope ${r.deadlineMisses}, script ${summary.script.deadlineMisses}`);
-  assert.ok(r.withoutDeadline <= summary.script.withoutDeadline && r.withoutDeadline >= summary.script.withoutDeadline * 0.75, `without a deadline: rpcscope ${r.withoutDeadline}, script ${summary.script.withoutDeadline}`);
+  const { withoutDeadline, withoutDeadlineAnswered } = summary.script;
+  assert.ok(r.withoutDeadline >= withoutDeadlineAnswered && r.withoutDeadline <= withoutDeadline, `without a deadline: rpcscope ${r.withoutDeadline}; the script made ${withoutDeadline}, of which pods answered ${withoutDeadlineAnswered}`);
 });
