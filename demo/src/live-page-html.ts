@@ -13,7 +13,7 @@ export const UPLOT_CSS = (): string => createRequire(createRequire(join(PLUGIN_D
 const FRAMES = [
   { mode: 'protocols', height: 560, title: 'Protocols: the same operation over REST, gRPC, Connect and gRPC-Web, against REST' },
   { mode: 'beforeAfter', height: 520, title: 'Before / after: the first half of the run (REST) against the latest half (gRPC)' },
-  { mode: 'pods', height: 330, title: 'Pods: the per-pod share and the skew, the pinned pod marked; --max-connection-age rolled out half-way' },
+  { mode: 'pods', height: 330, title: 'Pods: the per-pod share and the skew, the pinned pod marked; --max-connection-age rolled out at 40 % of the run' },
 ];
 
 export const LIVE_PAGE = (prometheusUrl: string): string => `<!doctype html>

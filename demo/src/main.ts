@@ -2,7 +2,7 @@
 // Three order-service pods behind their own inbound sidecars and a
 // kube-proxy-like TCP balancer; a storefront migrating from REST to gRPC
 // through the balancer, whose one HTTP/2 connection pins a pod; a back-office
-// client whose outbound sidecar balances every call; half-way through,
+// client whose outbound sidecar balances every call; at 40 % of the run,
 // --max-connection-age rolled out to the pods' sidecars (the pinned one first)
 // so the skew heals. A terminal view redrawn every second, a summary at the
 // end, and with Prometheus on PATH a page of the panel on live data.

@@ -154,6 +154,7 @@ export function renderSummary(s: StorySummary): string {
   }
   const list = Object.entries(r.listBytes).map(([p, b]) => `${PROTOCOL_NAMES[p] ?? p} ${bytes(b)}`);
   if (list.length) out.push(`  ListOrders, the 1,000-order list: ${list.join(', ')} per response`);
+  out.push('  (p50/p99 come from the latency histogram\'s buckets, so close values share a bucket edge; response is the mean body per call, errors included)');
   out.push('');
   const w = r.windows;
   const span = (x: [number, number]): string => `${Math.round(x[0])}–${Math.round(x[1])} s`;
@@ -173,6 +174,7 @@ export function renderSummary(s: StorySummary): string {
     .sort((a, b) => b[1] - a[1])
     .map(([k, n]) => `${k.replace(' | ', ' ')} ${n}`);
   out.push(`Resets by side and code: ${resets.join(', ') || 'none'}; GOAWAY sent by the sidecars ${r.goawaysSent} (script cancelled ${s.script.cancelledStreams} streams)`);
+  out.push('  client resets are clients giving up on a call (a missed deadline, a watcher leaving its stream); the GOAWAYs are the rollout and the connection age');
   out.push(`Deadline misses: ${r.deadlineMisses} (script ${s.script.deadlineMisses}); gRPC-family calls without a deadline: ${r.withoutDeadline} (script ${s.script.withoutDeadline})`);
   return out.join('\n');
 }

@@ -72,7 +72,8 @@ export function renderScreen(s: ViewState, color: boolean): string {
   out.push('');
 
   out.push(c(BOLD, `operations by protocol`) + c(DIM, `  (inbound, last ${LATENCY_WINDOW_MS / 1000} s)`));
-  const rows = protocolRows(s.history, now - LATENCY_WINDOW_MS, now);
+  // Unary calls only: a stream's lifetime is not a latency, and every watcher here leaves by cancelling (counted under resets).
+  const rows = protocolRows(s.history, now - LATENCY_WINDOW_MS, now).filter((r) => Number.isFinite(r.p50));
   let lastOp = '';
   const body = rows.map((r) => {
     const op = r.operation === lastOp ? '' : r.operation;
@@ -80,6 +81,8 @@ export function renderScreen(s: ViewState, color: boolean): string {
     return [op, PROTOCOL_NAMES[r.protocol] ?? r.protocol, ms(r.p50), ms(r.p99), `${r.rate.toFixed(1)}/s`, pct(r.errorRatio), bytes(r.responseBytes)];
   });
   out.push(...table([['operation', 'protocol', 'p50', 'p99', 'rate', 'errors', 'response'], ...body], ['l', 'l', 'r', 'r', 'r', 'r', 'r']).map((l, i) => (i === 0 ? c(DIM, l) : l)));
+  out.push(c(DIM, 'p50/p99 are read from the latency histogram\'s buckets (…, 25, 50, 100, 250 ms, 1 s, …) as histogram_quantile does;'));
+  out.push(c(DIM, 'response is the mean body per call, errors included (bytes counter over calls counter)'));
   out.push('');
 
   const pods = podFigures(s.history, s.pods, now - RATE_WINDOW_MS, now);
@@ -90,9 +93,12 @@ export function renderScreen(s: ViewState, color: boolean): string {
     const bar = '█'.repeat(Math.round(p.share * 30));
     return [p.pod, pct(p.share), `${p.rate.toFixed(1)}/s`, String(p.connections), `${bar} ${mark}`.trimEnd()];
   });
-  out.push(...table([['pod', 'share', 'calls', 'conns', ''], ...podRows], ['l', 'r', 'r', 'r', 'l']).map((l, i) => (i === 0 ? c(DIM, l) : l)));
+  out.push(...table([['pod', 'share', 'rate', 'conns', ''], ...podRows], ['l', 'r', 'r', 'r', 'l']).map((l, i) => (i === 0 ? c(DIM, l) : l)));
   const skewText = pods.skew.toFixed(2);
-  out.push(`skew (max/mean) ${pods.skew >= SKEW_THRESHOLD ? c(RED, skewText) : c(GREEN, skewText)}`);
+  out.push(
+    `skew (max/mean) ${pods.skew >= SKEW_THRESHOLD ? c(RED, skewText) : c(GREEN, skewText)}` +
+      c(DIM, `  1.00 is even, 3.00 one pod taking all; pinned from ${SKEW_THRESHOLD.toFixed(1)} (the rules' alert)`),
+  );
   const balanced = balancedFigures(s.history, s.outbound, now - RATE_WINDOW_MS, now);
   out.push(`balanced client (outbound sidecar, round_robin per call): skew ${balanced.skew.toFixed(2)}, rpcscope_load_skew_ratio ${Number.isFinite(balanced.loadSkew) ? balanced.loadSkew.toFixed(2) : '–'}`);
   out.push('');
@@ -102,7 +108,8 @@ export function renderScreen(s: ViewState, color: boolean): string {
     .filter(([, n]) => n > 0)
     .sort((a, b) => b[1] - a[1])
     .map(([k, n]) => `${k.replace(' | ', ' ')} ${n}`);
-  out.push(`${c(BOLD, 'resets')} by side and code: ${resets.join(' · ') || 'none'}  ·  GOAWAY sent ${edges.goawaysSent}`);
+  out.push(`${c(BOLD, 'resets')} by side and code: ${resets.join(' · ') || 'none'}  ·  GOAWAY sent ${edges.goawaysSent}` + c(DIM, '  (since the start)'));
+  out.push(c(DIM, '  client resets: clients giving up on a call (a missed deadline, a watcher leaving its stream); GOAWAY: the rollout and the connection age'));
   const misses = Object.entries(edges.deadlineMisses)
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `${k} ${n}`);
