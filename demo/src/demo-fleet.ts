@@ -41,10 +41,10 @@ export interface DemoFleet {
   /**
    * Restarts one pod's sidecar with `extraArgs` on the same ports, as a rollout
    * would: out of the balancer, SIGTERM (GOAWAY, drain), start, back in.
-   * `whileStopping` runs from the SIGTERM to the exit (and is awaited before
-   * the new process starts), so a reader can take the old one's last counts.
+   * `retire` stops the old process (by default SIGTERM and its exit), so a
+   * reader can take its last counts on the way; the new one starts after.
    */
-  restartSidecar(pod: DemoPod, extraArgs: string[], whileStopping?: (old: SidecarProcess) => Promise<void>): Promise<void>;
+  restartSidecar(pod: DemoPod, extraArgs: string[], retire?: (old: SidecarProcess) => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -96,10 +96,14 @@ export async function startDemoFleet(podCount = 3): Promise<DemoFleet> {
         ...pods.map((p) => ({ address: p.admin, labels: { namespace: NAMESPACE, service: SERVICE, pod: p.name } })),
         { address: new URL(outbound.adminUrl).host, labels: { namespace: NAMESPACE, service: 'backoffice', pod: BALANCED_CALLER } },
       ],
-      async restartSidecar(pod, extraArgs, whileStopping) {
+      async restartSidecar(pod, extraArgs, retire = async (old) => void (await old.stop())) {
         balancer.setReady(pod.endpoint, false);
         const old = pod.sidecar;
-        await Promise.all([old.stop(), whileStopping?.(old)]);
+        try {
+          await retire(old);
+        } finally {
+          await old.stop();
+        }
         pod.extraArgs = extraArgs;
         pod.sidecar = await startSidecarProcess(inboundArgs(pod), podEnv(pod.name));
         balancer.setReady(pod.endpoint, true);

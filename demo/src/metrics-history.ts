@@ -4,7 +4,7 @@
 // accumulated across restarts the way rate() treats a counter reset (a value
 // lower than the last one counts from zero), since the demo restarts a sidecar
 // mid-run.
-import { parseExposition, type Matchers } from './metrics-text.ts';
+import { parseExposition, sum, type Matchers } from './metrics-text.ts';
 
 export interface HistoryTarget {
   /** Names the target across restarts: the pod name. */
@@ -33,6 +33,8 @@ interface Snapshot {
 const SCRAPE_TIMEOUT_MS = 5000;
 /** While a sidecar drains, how often its counts are read again, and how long one read may take. */
 const DRAIN_POLL_MS = 20;
+/** How long a hold may take to reach the sidecar before the stop goes ahead without it. */
+const HOLD_WAIT_MS = 3000;
 const FINAL_SCRAPE_TIMEOUT_MS = 2000;
 
 /** Counters, and the parts of a histogram that only grow. */
@@ -73,6 +75,8 @@ export class MetricsHistory {
   private readonly accumulated = new Map<string, number>();
   private readonly snapshots: Snapshot[] = [];
   private queue: Promise<void> = Promise.resolve();
+  /** Targets whose process is going: their final reading is taken, so they are not read until the next one runs. */
+  private readonly retired = new Set<string>();
 
   constructor(private readonly targets: () => readonly HistoryTarget[]) {}
 
@@ -84,35 +88,59 @@ export class MetricsHistory {
   scrape(): Promise<void> {
     return this.serial(async () => {
       const atMs = Date.now();
-      const texts = await Promise.all(this.targets().map(async (t) => ({ id: t.id, text: await this.fetchMetrics(t.adminUrl()) })));
+      const texts = await Promise.all(this.targets().filter((t) => !this.retired.has(t.id)).map(async (t) => ({ id: t.id, text: await this.fetchMetrics(t.adminUrl()) })));
       for (const got of texts) if (got.text !== undefined) this.ingest(got.id, got.text);
       this.snapshots.push({ atMs, values: new Map(this.accumulated) });
     });
   }
 
   /**
-   * Follows one target through its process's exit (SIGTERM sent, `exited`
-   * pending): scrapes it again and again while it drains, so its last counts
-   * (the calls that finished during the drain too) are kept, then counts its
-   * next process from zero, whatever that one's first values are.
+   * Takes one target's last counts exactly as its process goes. `hold` is a
+   * call of the caller's own, open on the target and matching `held` in
+   * rpcscope_calls_active, which keeps the drain (and the admin port) open:
+   * once it is in flight, `stop` sends SIGTERM; the target is read again and
+   * again while it drains until the hold is its only call left, which is then
+   * the target's final reading; then `release` ends the hold, and the next
+   * process is counted from zero, whatever its first values are. Should the
+   * hold never show (or the drain time out), the last reading before the
+   * admin port closed stands.
    */
-  async followExit(id: string, adminUrl: string, exited: Promise<unknown>): Promise<void> {
-    let gone = false;
-    void exited.then(() => (gone = true));
-    while (!gone) {
-      await this.serial(async () => {
+  async retire(id: string, adminUrl: string, o: { held: Matchers; stop: () => void; release: () => void; exited: Promise<unknown> }): Promise<void> {
+    const read = (): Promise<{ active: number; held: number } | undefined> =>
+      this.serial(async () => {
         const atMs = Date.now();
-        // Refused once the drain is over and the admin port closed: the last answer held everything.
         const text = await this.fetchMetrics(adminUrl, FINAL_SCRAPE_TIMEOUT_MS);
-        if (text === undefined) return;
+        if (text === undefined) return undefined;
         this.ingest(id, text);
         this.snapshots.push({ atMs, values: new Map(this.accumulated) });
+        const samples = parseExposition(text);
+        return { active: sum(samples, 'rpcscope_calls_active'), held: sum(samples, 'rpcscope_calls_active', o.held) };
       });
-      await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+    let gone = false;
+    void o.exited.then(() => (gone = true));
+    try {
+      for (const until = Date.now() + HOLD_WAIT_MS; Date.now() < until; ) {
+        if (((await read())?.held ?? 0) > 0) break;
+        await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      }
+      o.stop();
+      while (!gone) {
+        const got = await read();
+        if (got !== undefined && got.held > 0 && got.active === got.held) {
+          // Final: nothing the hold's own end adds may be read as this target's.
+          this.retired.add(id);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
+      }
+    } finally {
+      o.release();
     }
-    await exited;
+    this.retired.add(id);
+    await o.exited;
     await this.serial(async () => {
       for (const [key, info] of this.series) if (info.target === id) this.raw.delete(key);
+      this.retired.delete(id);
     });
   }
 

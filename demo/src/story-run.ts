@@ -4,6 +4,7 @@
 import { writeFile } from 'node:fs/promises';
 import type { DemoArgs } from './demo-args.ts';
 import { BALANCED_CALLER, startDemoFleet, type DemoFleet } from './demo-fleet.ts';
+import { DRAIN_HOLD, holdDrainOpen } from './drain-hold.ts';
 import { MetricsHistory } from './metrics-history.ts';
 import { startLivePage, type LivePage } from './live-page.ts';
 import { podFigures } from './story-figures.ts';
@@ -84,8 +85,11 @@ export async function runStory(args: DemoArgs): Promise<number> {
       for (const pod of order) {
         if (stopping.signal.aborted) return;
         view.restarting = pod.name;
-        // Read while it drains, up to its exit, so the history misses none of its calls.
-        await f.restartSidecar(pod, REMEDY, (old) => history.followExit(pod.name, old.adminUrl, old.exited));
+        // Its last counts taken while it drains, so the history misses none of its calls.
+        await f.restartSidecar(pod, REMEDY, async (old) => {
+          const hold = holdDrainOpen(old.url);
+          await history.retire(pod.name, old.adminUrl, { held: DRAIN_HOLD, stop: () => void old.stop(), release: () => hold.release(), exited: old.exited });
+        });
       }
       view.restarting = undefined;
       view.rolledOut = true;

@@ -68,7 +68,9 @@ export function summarize(i: SummaryInput): StorySummary {
   const end = h.latestMs();
   const abs = (w: [number, number]): [number, number] => [startedMs + w[0], startedMs + w[1]];
   const [b0, b1] = abs(timeline.before);
-  const afterWindow: [number, number] = i.rolledOutMs === undefined ? timeline.after : [i.rolledOutMs - startedMs + HEAL_MS, end - startedMs];
+  // Up to the traffic's end: the run may go on a little for the rollout and the last scrape.
+  const lastCallMs = Math.min(end - startedMs, timeline.durationMs);
+  const afterWindow: [number, number] = i.rolledOutMs === undefined ? timeline.after : [Math.min(i.rolledOutMs - startedMs + HEAL_MS, lastCallMs), lastCallMs];
   const [a0, a1] = abs(afterWindow);
   const before = podFigures(h, i.pods, b0, b1);
   const after = podFigures(h, i.pods, a0, Math.min(a1, end));
@@ -160,8 +162,8 @@ export function renderSummary(s: StorySummary): string {
   const span = (x: [number, number]): string => `${Math.round(x[0])}–${Math.round(x[1])} s`;
   out.push(`Pinned pod: ${r.pinned.pod} took ${pct(r.pinned.shareBefore)} of the calls once gRPC's one connection carried the storefront (${span(w.before)}): skew ${r.pinned.skewBefore.toFixed(2)}`);
   out.push(
-    w.rolledOutS === null
-      ? '  the run ended before --max-connection-age 1s was rolled out to every pod'
+    w.rolledOutS === null || w.after[1] - w.after[0] < 1
+      ? '  the run ended before --max-connection-age 1s was rolled out to every pod and had time to work: run it longer'
       : `  after --max-connection-age 1s (rolled out by ${Math.round(w.rolledOutS)} s; ${span(w.after)}): ${r.pinned.pod} ${pct(r.pinned.shareAfter)}, skew ${r.pinned.skewAfter.toFixed(2)}`,
   );
   out.push(`  the clients' own count (x-pod of each answer): ${s.script.pinnedPod}, skew ${s.script.skewBefore.toFixed(2)} -> ${s.script.skewAfter.toFixed(2)}`);
