@@ -76,8 +76,8 @@ test("the pinned pod is the one the script's gRPC connection sat on, and its ske
   const { pinned, windows } = summary.rpcscope;
   assert.equal(pinned.pod, summary.script.pinnedPod);
   assert.ok(windows.rolledOutS !== null && windows.after[1] - windows.after[0] >= 2, `a healed stretch of 2 s at least: ${JSON.stringify(windows)}`);
-  assert.ok(pinned.skewBefore >= 1.5, `skew before ${pinned.skewBefore}`);
-  assert.ok(pinned.skewAfter < pinned.skewBefore - 0.3, `skew after ${pinned.skewAfter} against ${pinned.skewBefore} before`);
+  assert.ok(pinned.skewBefore >= 1.5, `skew before ${pinned.skewBefore}\n${stdout}`);
+  assert.ok(pinned.skewAfter < pinned.skewBefore - 0.3, `skew after ${pinned.skewAfter} against ${pinned.skewBefore} before\n${stdout}`);
   assert.ok(Math.abs(pinned.skewBefore - summary.script.skewBefore) <= 0.3, `rpcscope ${pinned.skewBefore}, script (x-pod) ${summary.script.skewBefore}`);
   assert.ok(Math.abs(pinned.skewAfter - summary.script.skewAfter) <= 0.3, `rpcscope ${pinned.skewAfter}, script (x-pod) ${summary.script.skewAfter}`);
 });
