@@ -96,6 +96,14 @@ test('the three modes show live values: the protocols table, before/after rows, 
   for (const mode of ['protocols', 'beforeAfter', 'pods']) await page.locator(`#${mode}`).screenshot({ path: join(ARTIFACTS, `${mode}.png`) });
 });
 
+test('after the rollout of --max-connection-age the pods mode shows no pinned pod', async () => {
+  // The remedy starts at 24 s of 60 and takes a few seconds; the frames render every 5 s.
+  const pods = await frameOf('pods', 1);
+  await pods.locator('tr[data-pinned="true"]').waitFor({ state: 'detached', timeout: 40_000 });
+  assert.equal(await pods.locator('tr[data-pod]').count(), 3, 'every pod still has a row');
+  await page.locator('#pods').screenshot({ path: join(ARTIFACTS, 'pods-healed.png') });
+});
+
 test('Ctrl-C ends the demo with its summary and leaves no process behind', async () => {
   const exited = new Promise<number | null>((r) => demo.once('exit', r));
   demo.kill('SIGINT');
