@@ -146,8 +146,10 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
   if (bin === undefined) {
     return { missing: 'no panel page: it needs `prometheus` on PATH (Debian: apt-get install prometheus) to record the sidecars; going on with the terminal view' };
   }
-  // Ready before the story starts, so the page shows the panel from the first second of traffic.
-  const building = (): void => opts.log('building the panel page\'s bundle of @grafana/ui (once: it is cached in node_modules/.cache)...');
+  // Ready before the story starts: esbuild takes both cores while it builds,
+  // which would starve the story's traffic (measured: most calls missing
+  // their deadlines); after the first run it comes from the cache at once.
+  const building = (): void => opts.log('building the panel page\'s bundle of @grafana/ui before the traffic starts (this once, 15 s to a minute; then cached in node_modules/.cache)...');
   const [started, built] = await Promise.allSettled([startPrometheus(bin, opts.targets), buildPlugin().then(() => cachedHarnessBundle(building))]);
   if (built.status === 'rejected') {
     if (started.status === 'fulfilled') await started.value.stop();
