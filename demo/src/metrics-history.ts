@@ -106,7 +106,8 @@ export class MetricsHistory {
    * admin port closed stands.
    */
   async retire(id: string, adminUrl: string, o: { held: Matchers; stop: () => void; release: () => void; exited: Promise<unknown> }): Promise<void> {
-    const read = (): Promise<{ active: number; held: number } | undefined> =>
+    /** One reading; with `final`, the target is retired in the same turn when only the hold is left. */
+    const read = (final: boolean): Promise<{ active: number; held: number; retired: boolean } | undefined> =>
       this.serial(async () => {
         const atMs = Date.now();
         const text = await this.fetchMetrics(adminUrl, FINAL_SCRAPE_TIMEOUT_MS);
@@ -114,29 +115,29 @@ export class MetricsHistory {
         this.ingest(id, text);
         this.snapshots.push({ atMs, values: new Map(this.accumulated) });
         const samples = parseExposition(text);
-        return { active: sum(samples, 'rpcscope_calls_active'), held: sum(samples, 'rpcscope_calls_active', o.held) };
+        const active = sum(samples, 'rpcscope_calls_active');
+        const held = sum(samples, 'rpcscope_calls_active', o.held);
+        // Retired before the next scrape in the queue can run: nothing the hold's own end adds may be read as this target's.
+        const retired = final && held > 0 && active === held;
+        if (retired) this.retired.add(id);
+        return { active, held, retired };
       });
     let gone = false;
     void o.exited.then(() => (gone = true));
     try {
       for (const until = Date.now() + HOLD_WAIT_MS; Date.now() < until; ) {
-        if (((await read())?.held ?? 0) > 0) break;
+        if (((await read(false))?.held ?? 0) > 0) break;
         await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
       }
       o.stop();
       while (!gone) {
-        const got = await read();
-        if (got !== undefined && got.held > 0 && got.active === got.held) {
-          // Final: nothing the hold's own end adds may be read as this target's.
-          this.retired.add(id);
-          break;
-        }
+        if ((await read(true))?.retired) break;
         await new Promise((r) => setTimeout(r, DRAIN_POLL_MS));
       }
     } finally {
       o.release();
     }
-    this.retired.add(id);
+    await this.serial(async () => void this.retired.add(id));
     await o.exited;
     await this.serial(async () => {
       for (const [key, info] of this.series) if (info.target === id) this.raw.delete(key);

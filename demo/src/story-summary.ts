@@ -19,6 +19,7 @@ export interface StorySummary {
     pinned: { pod: string; shareBefore: number; skewBefore: number; skewAfter: number; shareAfter: number };
     /** The pinned and the healed stretches, in s from the start; the rollout's end, or null when the run ended first. */
     windows: { before: [number, number]; after: [number, number]; rolledOutS: number | null };
+    /** The outbound sidecar's answered calls per pod before the remedy and after the rollout. */
     balanced: { skew: number; loadSkew: number };
     resets: Record<string, number>;
     goawaysSent: number;
@@ -76,7 +77,16 @@ export function summarize(i: SummaryInput): StorySummary {
   const after = podFigures(h, i.pods, a0, Math.min(a1, end));
   const rows = protocolRows(h, startedMs, end);
   const edges = edgeFigures(h, startedMs, end, i.pods);
-  const balanced = balancedFigures(h, i.outbound, startedMs, end);
+  // Outside the rollout: while a pod's sidecar restarts it is out of service
+  // on purpose, and a balancer that avoids it is right to; the figure is the
+  // spread over the pods that serve.
+  const steady: Array<[number, number]> = [[0, timeline.remedyMs], ...(i.rolledOutMs === undefined ? [] : [[i.rolledOutMs - startedMs, lastCallMs] as [number, number]])];
+  const perEndpoint: Record<string, number> = {};
+  for (const [from, to] of steady) {
+    for (const [k, n] of Object.entries(balancedFigures(h, i.outbound, startedMs + from, startedMs + to).perEndpoint)) perEndpoint[k] = (perEndpoint[k] ?? 0) + n;
+  }
+  const balanced = { skew: maxOverMean(Object.values(perEndpoint)), loadSkew: balancedFigures(h, i.outbound, startedMs, end).loadSkew };
+  const scriptSteady = tallies.filter((t) => t.code === 'OK' && steady.some(([from, to]) => t.endedMs >= from && t.endedMs < to));
 
   // Both clients' calls reach the pods' inbound sidecars.
   const compared = tallies.filter((t) => t.operation === COMPARED_OPERATION);
@@ -121,7 +131,7 @@ export function summarize(i: SummaryInput): StorySummary {
       pinnedPod: scriptPinned,
       skewBefore: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.before))),
       skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, afterWindow))),
-      balancedSkew: maxOverMean(Object.values(callsPerPod(tallies.filter((t) => t.code === 'OK'), i.pods, [0, Infinity], 'backoffice'))),
+      balancedSkew: maxOverMean(Object.values(callsPerPod(scriptSteady, i.pods, [0, Infinity], 'backoffice'))),
       deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
       cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,
       withoutDeadline: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline).length,
@@ -168,7 +178,7 @@ export function renderSummary(s: StorySummary): string {
   );
   out.push(`  the clients' own count (x-pod of each answer): ${s.script.pinnedPod}, skew ${s.script.skewBefore.toFixed(2)} -> ${s.script.skewAfter.toFixed(2)}`);
   out.push(
-    `Balanced client: the outbound sidecar spread its calls with skew ${r.balanced.skew.toFixed(2)} (rpcscope_load_skew_ratio ${Number.isFinite(r.balanced.loadSkew) ? r.balanced.loadSkew.toFixed(2) : '–'}; script ${s.script.balancedSkew.toFixed(2)})`,
+    `Balanced client: outside the rollout, the outbound sidecar spread its calls with skew ${r.balanced.skew.toFixed(2)} (rpcscope_load_skew_ratio ${Number.isFinite(r.balanced.loadSkew) ? r.balanced.loadSkew.toFixed(2) : '–'}; script ${s.script.balancedSkew.toFixed(2)})`,
   );
   out.push('');
   const resets = Object.entries(r.resets)
