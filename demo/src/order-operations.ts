@@ -16,7 +16,8 @@ export const FAIL_CODE_HEADER = 'x-fail-code';
 
 const MAX_DELAY_MS = 60_000;
 const DEFAULT_PAGE_SIZE = 20;
-const MAX_PAGE_SIZE = 100;
+/** Large enough for the 1,000-order list (about 190 kB as JSON) the gRPC-versus-REST comparisons use. */
+const MAX_PAGE_SIZE = 1000;
 
 export type CallInfo = {
   signal: AbortSignal;

@@ -18,6 +18,8 @@ export type OrderServiceOptions = ListenOptions & {
   latencyScale?: number;
   /** Orders present at start, ids `ord-000001`...; default 24. */
   seedOrders?: number;
+  /** How many of the seeded orders carry every field (the 18-field order, about 1.2 kB as JSON); default 0. */
+  fullOrders?: number;
 };
 
 /**
@@ -29,7 +31,7 @@ export async function startOrderService(opts: OrderServiceOptions = {}): Promise
   const shutdown = new AbortController();
   // connect-node adds a listener to this signal per call in flight: many calls at once are normal here.
   setMaxListeners(0, shutdown.signal);
-  const store = new OrderStore(opts.seedOrders ?? 24);
+  const store = new OrderStore(opts.seedOrders ?? 24, opts.fullOrders ?? 0);
   const ops = new OrderOperations(store, opts.latencyScale ?? 1);
   const rpc = connectNodeAdapter({
     routes: (router) => router.service(OrderService, orderConnectService(ops, store)),

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { create } from '@bufbuild/protobuf';
-import { LineItemSchema, OrderSchema, OrderStatus } from './gen/order/v1/order_pb.ts';
+import { AddressSchema, LineItemSchema, OrderSchema, OrderStatus } from './gen/order/v1/order_pb.ts';
 import type { LineItem, Order } from './gen/order/v1/order_pb.ts';
 
 /** Oldest orders are dropped past this, so a long traffic run keeps memory flat. */
@@ -22,15 +22,20 @@ export class OrderStore {
   private readonly created = new EventEmitter();
   private nextId = 1;
 
-  /** Seeds `seed` orders deterministically, so ids `ord-000001`.. exist in every fresh store. */
-  constructor(seed: number) {
+  /**
+   * Seeds `seed` orders deterministically, so ids `ord-000001`.. exist in every
+   * fresh store; the first `full` of them carry every field (about 1.2 kB as
+   * JSON), the others are compact (about 190 bytes).
+   */
+  constructor(seed: number, full = 0) {
     this.created.setMaxListeners(0);
     for (let i = 0; i < seed; i++) {
       const sku = SKUS[i % SKUS.length] ?? SKUS[0]!;
-      const order = this.add(CUSTOMERS[i % CUSTOMERS.length] ?? 'acme', [
-        create(LineItemSchema, { sku: sku[0], quantity: 1 + (i % 3), unitPriceCents: sku[1] }),
-      ]);
+      const items = [create(LineItemSchema, { sku: sku[0], quantity: 1 + (i % 3), unitPriceCents: sku[1] })];
+      if (i < full) for (const [name, price] of SKUS.slice(0, 4)) items.push(create(LineItemSchema, { sku: name, quantity: 1, unitPriceCents: price }));
+      const order = this.add(CUSTOMERS[i % CUSTOMERS.length] ?? 'acme', items);
       order.status = STATUSES[i % STATUSES.length] ?? OrderStatus.PENDING;
+      if (i < full) fillDetails(order, i);
     }
   }
 
@@ -84,4 +89,32 @@ export class OrderStore {
     }
     return order;
   }
+}
+
+/** The fields a full order adds to a compact one: addresses, payment, shipping, money breakdown, notes, tags. */
+function fillDetails(order: Order, i: number): void {
+  const address = create(AddressSchema, {
+    name: `${order.customer} receiving dock ${1 + (i % 4)}`,
+    line1: `${100 + i} Industrial Parkway`,
+    line2: `Building ${String.fromCharCode(65 + (i % 6))}, loading bay ${1 + (i % 9)}`,
+    city: 'Springfield',
+    region: 'Oregon',
+    postalCode: `97${String(400 + i).padStart(3, '0')}`,
+    country: 'US',
+  });
+  const shippingCents = 1_250n;
+  const taxCents = (order.totalCents * 8n) / 100n;
+  order.currency = 'USD';
+  order.updatedAtMs = order.createdAtMs + 3_600_000n;
+  order.shippingAddress = address;
+  order.billingAddress = create(AddressSchema, { ...address, name: `${order.customer} accounts payable`, line2: 'Finance department, 3rd floor' });
+  order.paymentMethod = 'card_visa_4242_exp_2029_12';
+  order.carrier = 'united-parcel-ground';
+  order.trackingNumber = `1Z999AA1${String(1_000_000_000 + i * 7919).slice(0, 10)}`;
+  order.subtotalCents = order.totalCents;
+  order.taxCents = taxCents;
+  order.shippingCents = shippingCents;
+  order.totalCents = order.totalCents + taxCents + shippingCents;
+  order.notes = 'Deliver to the loading bay between 08:00 and 16:00 on weekdays; call the dock supervisor 30 minutes before arrival.';
+  order.tags = ['priority', 'b2b', 'net-30', `region-${i % 5}`];
 }

@@ -1,0 +1,113 @@
+// The demo's panel page in headless Chromium (playwright-core, Debian's
+// chromium), as a user opens it from the address the demo prints: the built
+// panel in its three modes on live Prometheus data, with screenshots under
+// .artifacts/demo/. Then Ctrl-C, which must leave nothing running.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+import '../support/sidecar-process.ts';
+import { cachedHarnessBundle } from '../../demo/src/harness-bundle-cache.ts';
+
+const MAIN = fileURLToPath(new URL('../../demo/src/main.ts', import.meta.url));
+const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '.artifacts', 'demo');
+const CHROMIUM = process.env.RPCSCOPE_CHROMIUM ?? '/usr/bin/chromium';
+const MARK = randomUUID();
+
+let demo: ChildProcess;
+let stdout = '';
+let browser: Browser;
+let page: Page;
+
+async function processesMarked(): Promise<number[]> {
+  const found: number[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (/^\d+$/.test(pid) && (await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '')).includes(MARK)) found.push(Number(pid));
+  }
+  return found;
+}
+
+/** The frame of one mode once it has rendered at least `renders` times. */
+async function frameOf(mode: string, renders: number): Promise<Frame> {
+  const frame = page.frame({ url: (u: URL) => u.search === `?mode=${mode}` });
+  assert.ok(frame, `the page has the ${mode} frame`);
+  // Runs in the page: its document is the browser's.
+  const rendered = (n: number): boolean => Number((globalThis as unknown as { document: { body: { dataset: Record<string, string | undefined> } } }).document.body.dataset.renders ?? 0) >= n;
+  await frame.waitForFunction(rendered, renders, { timeout: 90_000 });
+  return frame;
+}
+
+before(async () => {
+  await mkdir(ARTIFACTS, { recursive: true });
+  // The demo builds the panel page's bundle once and caches it; built here
+  // first, so that on a fresh checkout the build (a minute on a busy machine)
+  // does not count against the demo's wait for its page address.
+  await cachedHarnessBundle();
+  demo = spawn(process.execPath, ['--import', 'tsx', MAIN, '--duration', '60'], { env: { ...process.env, RPCSCOPE_DEMO_TEST: MARK }, stdio: ['ignore', 'pipe', 'inherit'] });
+  demo.stdout!.on('data', (d) => (stdout += d));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no page address within 60 s:\n${stdout}`)), 60_000);
+    demo.stdout!.on('data', () => {
+      const m = /the panel page: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(stdout);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 1600 } });
+  // Not `load`: that waits for the frames, which wait for the harness bundle the demo builds meanwhile.
+  await page.goto(url, { waitUntil: 'domcontentloaded' });
+});
+
+after(async () => {
+  await browser?.close();
+  // Ctrl-C, so the demo stops its children, even when a test failed before it.
+  if (demo.exitCode === null) {
+    const exited = new Promise((r) => demo.once('exit', r));
+    demo.kill('SIGINT');
+    await exited;
+  }
+});
+
+test('the three modes show live values: the protocols table, before/after rows, the pinned pod', async () => {
+  // Past the migration (15 s of 60) and before the remedy (24 s): gRPC carries
+  // the storefront and one pod is pinned. The frames render every 5 s.
+  await new Promise((r) => setTimeout(r, 16_000));
+  const protocols = await frameOf('protocols', 2);
+  const headers = await protocols.locator('thead th').allTextContents();
+  assert.ok(headers.includes('RESTbaseline') && headers.includes('gRPC'), `protocol columns: ${headers.join(', ')}`);
+  assert.match((await protocols.locator('td[data-protocol="grpc"][data-metric="p99"]').first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
+
+  const beforeAfter = await frameOf('beforeAfter', 2);
+  const rows = await beforeAfter.locator('tbody[data-operation]').evaluateAll((els: Array<{ getAttribute(name: string): string | null }>) => els.map((e) => `${e.getAttribute('data-protocol-before')}->${e.getAttribute('data-protocol-after')}`));
+  assert.ok(rows.length > 0, 'before/after has rows');
+
+  const pods = await frameOf('pods', 2);
+  assert.match((await pods.locator('[data-role="pinned"]').textContent()) ?? '', /^Pinned: orders-\d takes \d+ % of calls/);
+  assert.equal(await pods.locator('tr[data-pinned="true"]').count(), 1);
+
+  await page.screenshot({ path: join(ARTIFACTS, 'page.png'), fullPage: true });
+  for (const mode of ['protocols', 'beforeAfter', 'pods']) await page.locator(`#${mode}`).screenshot({ path: join(ARTIFACTS, `${mode}.png`) });
+});
+
+test('after the rollout of --max-connection-age the pods mode shows no pinned pod', async () => {
+  // The remedy starts at 24 s of 60 and takes a few seconds; the frames render every 5 s.
+  const pods = await frameOf('pods', 1);
+  await pods.locator('tr[data-pinned="true"]').waitFor({ state: 'detached', timeout: 40_000 });
+  assert.equal(await pods.locator('tr[data-pod]').count(), 3, 'every pod still has a row');
+  await page.locator('#pods').screenshot({ path: join(ARTIFACTS, 'pods-healed.png') });
+});
+
+test('Ctrl-C ends the demo with its summary and leaves no process behind', async () => {
+  const exited = new Promise<number | null>((r) => demo.once('exit', r));
+  demo.kill('SIGINT');
+  assert.equal(await exited, 0);
+  assert.match(stdout, /Pinned pod: orders-\d/);
+  assert.deepEqual(await processesMarked(), []);
+});
