@@ -372,9 +372,9 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
           assert.equal(await page.locator('tbody[data-operation]').first().getAttribute('data-operation'), verdicts[0]!.operation);
 
           // The answer and the first rows of the table fit the panel; the rest scrolls inside it.
+          await screenshot(`protocols-${height}-${theme}`);
           assert.ok(await inPanelView('[data-role="headline"]'), 'the headline shows without scrolling');
           assert.ok(await inPanelView('tbody[data-operation] tr'), 'the first table row shows without scrolling');
-          await screenshot(`protocols-${height}-${theme}`);
         });
       }
 
@@ -419,11 +419,12 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
           (await page.locator('[data-role="headline-change"]').allTextContents()).map((t) => t.trim()),
           changed.slice(0, 3).map((c) => c.sentence)
         );
-        // Folded again, as a dashboard first shows it.
-        await page.locator('[data-role="few-calls-toggle"]').click();
+        // As a dashboard first shows it: rendered afresh, folded, not scrolled (unfolding
+        // above scrolled the table to reach the toggle).
+        await render({ theme, options: { mode: 'beforeAfter', metrics, minCalls }, queries: beforeAfter, from: middle, to: end, width: 1400, height: 350 });
+        await screenshot(`before-after-350-${theme}`);
         assert.ok(await inPanelView('[data-role="headline"]'), 'the headline shows without scrolling');
         assert.ok(await inPanelView('tbody[data-operation] tr'), 'the first table row shows without scrolling');
-        await screenshot(`before-after-350-${theme}`);
       });
 
       it('before/after: changes between two ranges, and a warning where a side has too few calls', async () => {
