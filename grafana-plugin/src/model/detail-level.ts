@@ -8,12 +8,12 @@ import { SeriesByRefId } from './series';
  */
 const FULL_ONLY: ReadonlyArray<{ pattern: RegExp; what: string; instead: string }> = [
   {
-    pattern: /\brpcscope_payload_bytes_(bucket|sum|count)\b/,
+    pattern: /\brpcscope_payload_bytes(_bucket|_sum|_count)\b/,
     what: 'the payload size distribution (rpcscope_payload_bytes)',
     instead: 'mean sizes come from rpcscope_call_bytes_total / rpcscope_calls_total at every level',
   },
   {
-    pattern: /\brpcscope_call_duration_seconds_(bucket|sum|count)\b[^]*\bcode\b|\bcode\b[^]*\brpcscope_call_duration_seconds_(bucket|sum|count)\b/,
+    pattern: /\brpcscope_call_duration_seconds(_bucket|_sum|_count)\b[^]*\bcode\b|\bcode\b[^]*\brpcscope_call_duration_seconds(_bucket|_sum|_count)\b/,
     what: 'latency by status code (the code label of rpcscope_call_duration_seconds)',
     instead: 'codes are on rpcscope_calls_total at every level',
   },
