@@ -17,13 +17,12 @@ import type { ProxyContext } from './context.ts';
 import { countUpstreamSocket } from './h1-upstream-socket.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
-import { localReply, type LocalCode } from './local-reply.ts';
+import { replyOnH2, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
 
 type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
 const NO_BODY: RespondOptions = { endStream: true, sendDate: false };
 const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
-const WITH_BODY: RespondOptions = { sendDate: false };
 
 /** HTTP/2 request headers as an HTTP/1.1 header object: Host from :authority, cookies as one line. */
 function h1RequestHeaders(headers: http2.IncomingHttpHeaders, rawHeaders: readonly string[] | undefined, target: UpstreamUrl, traceparent: string | undefined, hasBody: boolean): http.OutgoingHttpHeaders {
@@ -57,14 +56,9 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
 
   const reply = (code: LocalCode, message: string): void => {
     if (responded || stream.destroyed) return;
-    const r = localReply(detected.protocol, detected.framed, contentType, code, message);
     responded = true;
     responseDone = true;
-    tap.responseHeaders(r.status, r.headers);
-    if (r.body) tap.responseData(r.body);
-    stream.respond({ ':status': r.status, ...r.headers }, r.body ? WITH_BODY : NO_BODY);
-    if (r.body) stream.end(r.body);
-    if (!stream.readableEnded) stream.resume();
+    replyOnH2(stream, tap, detected, contentType, code, message);
   };
 
   stream.on('close', () => {

@@ -9,7 +9,7 @@ import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
-import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
+import { replyOnH2, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
 import type { RetryReason } from './upstream-retries.ts';
@@ -25,7 +25,6 @@ const GOAWAY_SESSION = 'ERR_HTTP2_GOAWAY_SESSION';
 type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
 const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
 const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
-const WITH_BODY: RespondOptions = { sendDate: false };
 
 const ignore = (): void => {};
 
@@ -61,15 +60,9 @@ export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.Ser
 
   const reply = (code: LocalCode, message: string): void => {
     if (responded || stream.destroyed) return;
-    const r = localReply(detected.protocol, detected.framed, contentType, code, message);
     responded = true;
     responseDone = true;
-    tap.responseHeaders(r.status, r.headers);
-    if (r.body) tap.responseData(r.body);
-    stream.respond({ ':status': r.status, ...r.headers }, r.body ? WITH_BODY : TRAILERS_ONLY);
-    if (r.body) stream.end(r.body);
-    // The client may still be sending: it has its answer, so let the rest drain away.
-    if (!stream.readableEnded) stream.resume();
+    replyOnH2(stream, tap, detected, contentType, code, message);
   };
 
   stream.on('close', () => {

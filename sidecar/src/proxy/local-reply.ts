@@ -2,7 +2,10 @@
 // protocol so that every caller reads the failure the way its own library
 // expects — a gRPC status for the gRPC family, an error body for Connect, an HTTP
 // status for REST.
+import type http2 from 'node:http2';
 import type { Protocol } from '../observe/call-record.ts';
+import type { CallTap } from '../protocol/call-tap.ts';
+import type { Detected } from '../protocol/detect.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 
 /** The failures the sidecar itself reports. */
@@ -99,4 +102,21 @@ function envelope(flags: number, length: number): Buffer {
   e[0] = flags;
   e.writeUInt32BE(length, 1);
   return e;
+}
+
+// Node's respond() also takes `sendDate`, which its type definitions leave out.
+// Off: the caller sees the proxy's answer, not a date header of its own.
+type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
+const REPLY_WITHOUT_BODY: RespondOptions = { endStream: true, sendDate: false };
+const REPLY_WITH_BODY: RespondOptions = { sendDate: false };
+
+/** Answers an HTTP/2 caller from the proxy itself, in its protocol's words, counted on the call's tap. */
+export function replyOnH2(stream: http2.ServerHttp2Stream, tap: CallTap, detected: Detected, contentType: string | undefined, code: LocalCode, message: string): void {
+  const r = localReply(detected.protocol, detected.framed, contentType, code, message);
+  tap.responseHeaders(r.status, r.headers);
+  if (r.body) tap.responseData(r.body);
+  stream.respond({ ':status': r.status, ...r.headers }, r.body ? REPLY_WITH_BODY : REPLY_WITHOUT_BODY);
+  if (r.body) stream.end(r.body);
+  // The client may still be sending: it has its answer, so let the rest drain away.
+  if (!stream.readableEnded) stream.resume();
 }
