@@ -28,9 +28,9 @@ COPY --chown=0:0 sidecar/bin/rpcscope bin/rpcscope
 # The node user of the base image, by number so that Kubernetes can check
 # runAsNonRoot. Nothing is written at run time: the root filesystem can be read-only.
 USER 1000:1000
-EXPOSE 15001 15090
+EXPOSE 14001 14090
 # The admin port's readiness (the default --admin port); slim has no curl, Node has fetch.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:15090/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:14090/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/app/sidecar/bin/rpcscope"]
 CMD ["--help"]

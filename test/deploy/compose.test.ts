@@ -133,7 +133,7 @@ describe('docker-compose.yml', () => {
     assert.ok(health, 'sidecar.Dockerfile has a HEALTHCHECK');
     const [cmd, flag, script] = JSON.parse(health[1] ?? '[]') as string[];
     assert.deepEqual([cmd, flag], ['node', '-e'], 'slim has no curl: the check is Node\'s fetch');
-    assert.match(script ?? '', /fetch\('http:\/\/127\.0\.0\.1:15090\/(readyz|healthz)'\)/);
+    assert.match(script ?? '', /fetch\('http:\/\/127\.0\.0\.1:14090\/(readyz|healthz)'\)/);
     assert.match(readFileSync(join(REPO_ROOT, 'sidecar/bin/rpcscope'), 'utf8'), /exec node --enable-source-maps "\$bundle"/);
     assert.ok(statSync(join(REPO_ROOT, 'sidecar/bin/rpcscope')).mode & 0o111, 'sidecar/bin/rpcscope is executable');
   });
@@ -147,7 +147,7 @@ describe('docker-compose.yml', () => {
       assert.equal(upstream.port, app.environment?.PORT);
       assert.equal(app.environment?.HOST, '127.0.0.1', 'only the sidecar can reach the app');
       assert.equal(sidecar.environment?.POD_NAME, pod);
-      assert.equal(portOf(sidecarSetting(sidecar, 'listen') ?? ''), 15001);
+      assert.equal(portOf(sidecarSetting(sidecar, 'listen') ?? ''), 14001);
     }
   });
 

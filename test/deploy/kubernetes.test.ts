@@ -320,7 +320,7 @@ describe('annotation-based scraping without the Prometheus Operator', () => {
       });
       writeFileSync(
         join(dir, 'pods.json'),
-        JSON.stringify([pod('8080', 'app', 'orders', '127.0.0.1:9'), pod('15001', 'rpcscope-proxy', 'rpcscope', '127.0.0.1:9'), pod('15090', 'rpcscope-admin', 'rpcscope', admin)]),
+        JSON.stringify([pod('8080', 'app', 'orders', '127.0.0.1:9'), pod('14001', 'rpcscope-proxy', 'rpcscope', '127.0.0.1:9'), pod('14090', 'rpcscope-admin', 'rpcscope', admin)]),
       );
       const { kubernetes_sd_configs: _k8s, ...rest } = job;
       const staticJob = { ...rest, file_sd_configs: [{ files: [join(dir, 'pods.json')] }] };

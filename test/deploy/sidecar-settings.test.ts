@@ -45,7 +45,7 @@ describe('the sidecar accepts the settings the repository ships', () => {
           assert.ok(configMap || !(c.args ?? []).includes(CONFIG_PATH), `${example}: ${c.name} mounts a config file no ConfigMap provides`);
           const config = settings(c.args ?? [], rpcscopeEnv(c), configMap?.data['rpcscope.yaml'] ?? '');
           // The probes and the scrape find the admin port the settings give.
-          assert.equal(config.admin.port, 15090, `${example}: ${c.name}`);
+          assert.equal(config.admin.port, 14090, `${example}: ${c.name}`);
         }
       }
       assert.ok(sidecars > 0, `${example}: no rpcscope container found`);

@@ -72,7 +72,7 @@ export function parseValue(flag: string, kind: Kind, text: string): Value {
   };
   switch (kind.type) {
     case 'hostport':
-      return parseHostPort(text) ?? bad('HOST:PORT with a port from 0 to 65535, e.g. 0.0.0.0:15001 or [::1]:15001');
+      return parseHostPort(text) ?? bad('HOST:PORT with a port from 0 to 65535, e.g. 0.0.0.0:14001 or [::1]:14001');
     case 'url':
       return parseUrl(text) ?? bad('http://host:port or https://host:port with no path, e.g. http://127.0.0.1:8080');
     case 'enum':

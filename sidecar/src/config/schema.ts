@@ -25,12 +25,12 @@ export interface Setting {
 }
 
 export const SETTINGS = [
-  { flag: 'listen', kind: { type: 'hostport' }, default: '0.0.0.0:15001', help: 'address the proxy listens on (HTTP/1.1 and HTTP/2, cleartext or TLS)' },
+  { flag: 'listen', kind: { type: 'hostport' }, default: '0.0.0.0:14001', help: 'address the proxy listens on (HTTP/1.1 and HTTP/2, cleartext or TLS)' },
   { flag: 'upstream', kind: { type: 'url' }, help: 'where calls go: http://host:port or https://host:port (required)' },
   { flag: 'grpc-upstream', kind: { type: 'url' }, help: 'where gRPC, gRPC-Web and Connect calls go instead of --upstream' },
   { flag: 'upstream-protocol', kind: { type: 'enum', values: ['auto', 'http1', 'http2'] }, default: 'auto', help: 'HTTP version toward --upstream (auto: ALPN over TLS, else HTTP/2 tried once per endpoint and HTTP/1.1 if the app does not speak it)' },
   { flag: 'grpc-upstream-protocol', kind: { type: 'enum', values: ['auto', 'http1', 'http2'] }, default: 'auto', help: 'HTTP version toward --grpc-upstream, as --upstream-protocol' },
-  { flag: 'admin', kind: { type: 'hostport' }, default: '0.0.0.0:15090', help: 'admin address: /metrics, /healthz, /readyz, /debug/*; 127.0.0.1:PORT keeps it to the pod' },
+  { flag: 'admin', kind: { type: 'hostport' }, default: '0.0.0.0:14090', help: 'admin address: /metrics, /healthz, /readyz, /debug/*; 127.0.0.1:PORT keeps it to the pod' },
   { flag: 'mode', kind: { type: 'enum', values: ['inbound', 'outbound'] }, default: 'inbound', help: 'inbound: in front of this pod\'s app; outbound: the app\'s calls to another service' },
   { flag: 'tls-cert', kind: { type: 'file' }, help: 'PEM certificate: serve TLS (ALPN h2 and http/1.1) on --listen' },
   { flag: 'tls-key', kind: { type: 'file' }, help: 'PEM private key for --tls-cert' },

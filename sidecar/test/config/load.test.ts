@@ -15,12 +15,22 @@ function config(argv: string[], env: Record<string, string> = {}): Config {
 describe('loadConfig', () => {
   it('applies the documented defaults', () => {
     const c = config(['--upstream', 'http://127.0.0.1:8080']);
-    assert.deepEqual(c.listen, { host: '0.0.0.0', port: 15001 });
-    assert.deepEqual(c.admin, { host: '0.0.0.0', port: 15090 });
+    assert.deepEqual(c.listen, { host: '0.0.0.0', port: 14001 });
+    assert.deepEqual(c.admin, { host: '0.0.0.0', port: 14090 });
     assert.equal(c.mode, 'inbound');
     assert.equal(c.drainTimeoutMs, 20_000);
     assert.equal(c.upstream.href, 'http://127.0.0.1:8080');
     assert.ok(Object.isFrozen(c));
+  });
+
+  it('keeps its default ports out of the ranges service meshes reserve in the same pod', () => {
+    // Istio: https://istio.io/latest/docs/ops/deployment/application-requirements/#ports-used-by-istio
+    // Linkerd: https://linkerd.io/2/reference/proxy-configuration/ (4140 outbound … 4191 admin)
+    const reserved = [{ mesh: 'Istio', from: 15000, to: 15090 }, { mesh: 'Linkerd', from: 4140, to: 4191 }];
+    const c = config(['--upstream', 'http://127.0.0.1:8080']);
+    for (const port of [c.listen.port, c.admin.port]) {
+      for (const r of reserved) assert.ok(port < r.from || port > r.to, `default port ${port} is in ${r.mesh}'s ${r.from}-${r.to}`);
+    }
   });
 
   it('takes flags over the environment over the file', () => {
@@ -98,7 +108,7 @@ describe('loadConfig', () => {
     const r = loadConfig(['--help'], {});
     assert.equal(r.kind, 'help');
     const text = (r as { text: string }).text;
-    for (const needle of ['--listen HOSTPORT', '(default 0.0.0.0:15001)', 'RPCSCOPE_UPSTREAM', '--drain-timeout DURATION', '(default 20s)', '--mode inbound|outbound']) {
+    for (const needle of ['--listen HOSTPORT', '(default 0.0.0.0:14001)', 'RPCSCOPE_UPSTREAM', '--drain-timeout DURATION', '(default 20s)', '--mode inbound|outbound']) {
       assert.ok(text.includes(needle), needle);
     }
   });
