@@ -32,6 +32,7 @@ type Container = {
   readinessProbe?: Probe;
   startupProbe?: Probe;
   livenessProbe?: Probe;
+  lifecycle?: { preStop?: { sleep?: { seconds?: number } } };
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   securityContext?: Record<string, unknown>;
   volumeMounts?: { name: string; mountPath: string }[];
@@ -238,6 +239,22 @@ describe('kubernetes manifests', () => {
       const seconds = (v: string | undefined) => Number(/^(\d+)s$/.exec(v ?? '')?.[1] ?? NaN);
       assert.ok(seconds(cfg['drain-delay']) > 0, `${example}: no drain-delay`);
       assert.ok(seconds(cfg['drain-delay']) + seconds(cfg['drain-timeout']) < 30, `${example}: drain exceeds terminationGracePeriodSeconds`);
+    }
+  });
+
+  it('inbound: the app keeps serving through the drain delay, since its native sidecar is stopped only after it exits', () => {
+    // "sidecar containers ... are terminated after the main containers" and the endpoint is removed
+    // while the app gets SIGTERM (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/):
+    // without a preStop the app exits while calls still arrive through the sidecar.
+    for (const example of EXAMPLES.filter((e) => e.startsWith('examples/orders'))) {
+      const cfg = sidecarConfig(built.get(example) ?? []);
+      const delay = Number(/^(\d+)s$/.exec(cfg['drain-delay'] ?? '')?.[1] ?? NaN);
+      for (const d of byKind<DeploymentJson>(built.get(example) ?? [], 'Deployment')) {
+        for (const app of d.spec.template.spec.containers.filter((c) => c.name !== 'rpcscope')) {
+          const sleep = app.lifecycle?.preStop?.sleep?.seconds ?? 0;
+          assert.ok(sleep >= delay, `${example}: ${app.name} preStop sleeps ${sleep}s, less than the sidecar's drain-delay ${delay}s`);
+        }
+      }
     }
   });
 
