@@ -5,6 +5,7 @@
 import { dashboard, protocolCompare, row, timeseries, type Dashboard, type QuerySpec } from './model.ts';
 import { INBOUND, SCOPE, perCall, quantile, ratio, resetsByOperation, sumRate, type At, type Matchers } from './promql.ts';
 import {
+  clusterVariable,
   compareVariable,
   datasourceVariable,
   methodVariable,
@@ -48,6 +49,7 @@ export function protocolMigration(): Dashboard {
     description: 'One operation over gRPC, gRPC-Web, Connect and REST side by side, and before against after a migration.',
     variables: [
       datasourceVariable(),
+      clusterVariable(),
       namespaceVariable(),
       serviceVariable(),
       podVariable(),

@@ -17,6 +17,7 @@ import { dashboardExpressions, substitute } from './promql.ts';
 // interval here is 1 s. The before/after offset is shrunk to fit the few
 // seconds of history the test has.
 const DATA_VALUES: Record<string, string> = {
+  cluster: '.*',
   namespace: '.*',
   service: '.*',
   pod: '.*',
