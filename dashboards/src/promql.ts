@@ -80,6 +80,14 @@ export function ratio(
 }
 
 /**
+ * A counter's rate per `labels` over the series `matchers` narrow, 0 rather
+ * than absent for a group of `all` that has none (no mismatch yet reads 0).
+ */
+export function rateOrZero(labels: string[], metric: string, matchers: Matchers, all: Matchers): string {
+  return `${sumRate(labels, metric, matchers)}\n  or\n${sumRate(labels, metric, all)} * 0`;
+}
+
+/**
  * Inbound calls per second per pod: the quantity the load balance is judged by.
  * Every sidecar exports target_info, so a pod that has not served a call yet
  * (the others, when one client sticks to one pod) is there at 0, not missing.

@@ -357,6 +357,33 @@ describe('dashboard figures on known data', () => {
     assert.ok(r.ok, r.output);
   });
 
+  it('protocol-migration: shadow match ratio, mismatches and errors per operation, 0 rather than absent', () => {
+    const shadow = (op: string, result: string): string => `rpcscope_shadow_calls_total{namespace="shop", service="gateway", pod="gateway-a", operation="${op}", result="${result}"}`;
+    const translated = (op: string): string =>
+      `rpcscope_translated_calls_total{namespace="shop", service="gateway", pod="gateway-a", protocol="rest", translation="rest_to_grpc", operation="${op}"}`;
+    // Per second: Get 3 matches and 1 mismatch, List 2 matches; 2 Get and 1 List translated.
+    const series: Record<string, string> = {
+      [shadow('shop.v1.Orders/Get', 'match')]: '0+45x60',
+      [shadow('shop.v1.Orders/Get', 'mismatch')]: '0+15x60',
+      [shadow('shop.v1.Orders/List', 'match')]: '0+30x60',
+      [translated('shop.v1.Orders/Get')]: '0+30x60',
+      [translated('shop.v1.Orders/List')]: '0+15x60',
+    };
+    const get = '{operation="shop.v1.Orders/Get"}';
+    const list = '{operation="shop.v1.Orders/List"}';
+    const [mismatches, errors] = Object.values(panelExprs('protocol-migration.json', 'Shadow mismatches and errors/s'));
+    const r = evaluate(series, [
+      { expr: panelExprs('protocol-migration.json', 'Shadow match ratio by operation').A ?? '', samples: { [get]: 0.75, [list]: 1 } },
+      { expr: mismatches ?? '', samples: { [get]: 1, [list]: 0 } },
+      { expr: errors ?? '', samples: { [get]: 0, [list]: 0 } },
+      {
+        expr: panelExprs('protocol-migration.json', 'Translated calls/s by operation').A ?? '',
+        samples: { '{operation="shop.v1.Orders/Get", translation="rest_to_grpc"}': 2, '{operation="shop.v1.Orders/List", translation="rest_to_grpc"}': 1 },
+      },
+    ]);
+    assert.ok(r.ok, r.output);
+  });
+
   it('http2-load-balance: the pods panels repeat per service, so one table and one skew never mix services', () => {
     for (const title of ['Pods compared', 'Share of calls per pod']) {
       const panel = committed.get('http2-load-balance.json')?.panels.find((p) => p.title === title) as (PanelJson & { repeat?: string }) | undefined;

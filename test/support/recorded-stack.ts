@@ -41,6 +41,14 @@ export interface RecordedStackOptions {
   seed?: number;
   /** How long to wait for Prometheus to hold every pod's first round; default 30 000 ms. */
   readyTimeoutMs?: number;
+  /**
+   * Adds a pod of service `<service>-gateway` whose sidecar serves REST callers
+   * from the gRPC side of its own order service (`--transcode`) and mirrors
+   * calls to a second one (`--shadow`): the translated and shadow series the
+   * protocol migration dashboard reads. Its target is the last of `targets`
+   * and not in `pods`.
+   */
+  migration?: boolean;
 }
 
 export interface RecordedStack {
@@ -100,13 +108,16 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
       address: new URL(s.adminUrl).host,
       labels: { namespace, service, pod: pods[i] ?? '' },
     }));
+    const gateway = opts.migration ? await startGateway(cleanups) : undefined;
+    if (gateway) targets.push({ address: new URL(gateway.adminUrl).host, labels: { namespace, service: `${service}-gateway`, pod: `${service}-gateway-0` } });
     const prometheus = await startPrometheus({ targets, ruleFiles: opts.ruleFiles ?? [RULES_FILE] });
     cleanups.push(() => prometheus.stop());
 
-    const firstRounds = sidecars.map(
+    const driven = gateway ? [...sidecars, gateway] : sidecars;
+    const firstRounds = driven.map(
       (sidecar, i) =>
         new Promise<void>((firstRoundDone) => {
-          traffic.push(keepTraffic(sidecar.url, rps[i] ?? 1, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone));
+          traffic.push(keepTraffic(sidecar.url, rps[i] ?? GATEWAY_RPS, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone));
         }),
     );
 
@@ -123,10 +134,10 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
       await Promise.race([Promise.all(firstRounds), late]);
       roundsTimer.abort();
       const roundsOver = Date.now() / 1000;
-      await prometheus.waitForData(`count(timestamp(up) > ${roundsOver}) == ${pods.length}`, until - Date.now());
-      await prometheus.waitForData(`count(sum by (pod) (rate(rpcscope_calls_total[4s])) > 0) == ${pods.length}`, until - Date.now());
+      await prometheus.waitForData(`count(timestamp(up) > ${roundsOver}) == ${targets.length}`, until - Date.now());
+      await prometheus.waitForData(`count(sum by (pod) (rate(rpcscope_calls_total[4s])) > 0) == ${targets.length}`, until - Date.now());
     } catch (err) {
-      const logs = sidecars.map((s, i) => `${pods[i]}: ${s.log().slice(-2000)}`).join('\n');
+      const logs = driven.map((s, i) => `${targets[i]?.labels.pod}: ${s.log().slice(-2000)}`).join('\n');
       roundsTimer.abort();
       throw new Error(`${(err as Error).message}\ntraffic failures: ${failures.map(String).join('; ') || 'none'}\n${logs}`, { cause: err });
     }
@@ -135,6 +146,30 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
     await stop();
     throw err;
   }
+}
+
+/** Calls per second started at the gateway pod of `migration`. */
+const GATEWAY_RPS = 8;
+
+/** The `migration` pod: its own order service behind a transcoding sidecar that shadows to a second one. */
+async function startGateway(cleanups: (() => Promise<unknown>)[]): Promise<SidecarProcess> {
+  const [app, shadow] = await settleAll([0, 1].map(async () => {
+    const a = await startOrderService({});
+    cleanups.push(() => a.close());
+    return a;
+  }));
+  if (!app || !shadow) throw new Error('gateway apps did not start');
+  const sidecar = await startSidecarProcess(['--upstream', app.url, '--proto', PROTO_DIR, '--transcode', '--shadow', shadow.url], {
+    POD_NAME: 'gateway-0',
+    POD_NAMESPACE: 'demo',
+  });
+  cleanups.push(() => sidecar.stop());
+  const killOnExit = (): void => {
+    sidecar.proc.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+  cleanups.push(async () => process.off('exit', killOnExit));
+  return sidecar;
 }
 
 /** Promise.all that waits for every start, so that the ones that did start are cleaned up when another fails. */
