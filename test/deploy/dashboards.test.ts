@@ -10,7 +10,8 @@ import { DASHBOARDS_DIR, buildDashboards, render } from '../../dashboards/genera
 import { typeErrors, type TypedValue } from './json-types.ts';
 import { loadContract } from './metrics-contract.ts';
 import { dashboardExpressions, metricNames, parseErrors, promtool, substitute } from './promql.ts';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { METRICS_MD, REPO_ROOT } from './metrics-contract.ts';
 
 interface PanelJson {
   id: number;
@@ -237,6 +238,20 @@ describe('dashboards', () => {
       }
     }
     assert.ok(latency >= 4, `${latency} latency targets`);
+  });
+
+  it('the provisioned Prometheus data source links an exemplar\'s trace_id, the label the sidecar writes, to a tracing data source', () => {
+    const file = join(REPO_ROOT, 'deploy/grafana/provisioning/datasources/rpcscope.yaml');
+    const ds = parse(readFileSync(file, 'utf8')) as { datasources: { type: string; jsonData?: { exemplarTraceIdDestinations?: unknown } }[] };
+    const prom = ds.datasources.find((d) => d.type === 'prometheus');
+    const destinations = prom?.jsonData?.exemplarTraceIdDestinations as { name?: string; datasourceUid?: string; urlDisplayLabel?: string }[] | undefined;
+    assert.equal(destinations?.length, 1, 'one exemplar destination');
+    const [dest] = destinations;
+    assert.equal(dest?.name, 'trace_id');
+    assert.match(dest?.datasourceUid ?? '', /^[\w-]+$/);
+    assert.equal(dest?.urlDisplayLabel, 'View trace');
+    // The exemplar's label as the metric contract shows it on a bucket line.
+    assert.match(readFileSync(METRICS_MD, 'utf8'), /# \{trace_id="…",span_id="…"\}/);
   });
 });
 
