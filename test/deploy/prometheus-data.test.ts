@@ -45,7 +45,7 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     await prom.waitForData(`rate(rpcscope_calls_total[${DATA_VALUES.__rate_interval}] offset ${DATA_VALUES.compare})`, 30_000);
     await prom.waitForData('namespace_service:rpcscope_stream_resets_total:rate1h');
     for (const family of ['rpcscope_translated_calls_total', 'rpcscope_translation_seconds_bucket', 'rpcscope_shadow_calls_total']) {
-      await prom.waitForData(`rate(${family}[${DATA_VALUES.__rate_interval}])`, 30_000);
+      await prom.waitForData(`rate(${family}[${DATA_VALUES.__rate_interval}])`, 60_000);
     }
   });
 

@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { startOrderService, type Upstream } from '@rpcscope/demo';
-import { runTraffic } from '@rpcscope/demo/traffic';
+import { runTraffic, type TrafficOptions } from '@rpcscope/demo/traffic';
 import { startPrometheus, type RunningPrometheus, type ScrapeTarget } from './prometheus.ts';
 import { sendEdgeCalls } from './recorded-stack-edge-calls.ts';
 import { startSidecarProcess, type SidecarProcess } from './sidecar-process.ts';
@@ -42,10 +42,10 @@ export interface RecordedStackOptions {
   /** How long to wait for Prometheus to hold every pod's first round; default 30 000 ms. */
   readyTimeoutMs?: number;
   /**
-   * Adds a pod of service `<service>-gateway` whose sidecar serves REST callers
-   * from the gRPC side of its own order service (`--transcode`) and mirrors
-   * calls to a second one (`--shadow`): the translated and shadow series the
-   * protocol migration dashboard reads. Its target is the last of `targets`
+   * Adds a pod of service `<service>-gateway` whose sidecar sends half of its
+   * REST calls to the gRPC side of its own order service (`--split`) and
+   * mirrors the others to a second one (`--shadow`): the translated and shadow
+   * series the protocol migration dashboard reads. Its target is the last of `targets`
    * and not in `pods`.
    */
   migration?: boolean;
@@ -117,7 +117,8 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
     const firstRounds = driven.map(
       (sidecar, i) =>
         new Promise<void>((firstRoundDone) => {
-          traffic.push(keepTraffic(sidecar.url, rps[i] ?? GATEWAY_RPS, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone));
+          const gatewayMix = i >= sidecars.length ? GATEWAY_MIX : undefined;
+          traffic.push(keepTraffic(sidecar.url, rps[i] ?? GATEWAY_RPS, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone, gatewayMix));
         }),
     );
 
@@ -149,9 +150,10 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
 }
 
 /** Calls per second started at the gateway pod of `migration`. */
-const GATEWAY_RPS = 8;
+const GATEWAY_RPS = 6;
+const GATEWAY_MIX: TrafficOptions['mix'] = { rest: 1 };
 
-/** The `migration` pod: its own order service behind a transcoding sidecar that shadows to a second one. */
+/** The `migration` pod: its own order service behind a sidecar that translates a share of the REST calls and shadows the rest to a second one. */
 async function startGateway(cleanups: (() => Promise<unknown>)[]): Promise<SidecarProcess> {
   const [app, shadow] = await settleAll([0, 1].map(async () => {
     const a = await startOrderService({});
@@ -159,7 +161,11 @@ async function startGateway(cleanups: (() => Promise<unknown>)[]): Promise<Sidec
     return a;
   }));
   if (!app || !shadow) throw new Error('gateway apps did not start');
-  const sidecar = await startSidecarProcess(['--upstream', app.url, '--proto', PROTO_DIR, '--transcode', '--shadow', shadow.url], {
+  // Half of the REST calls of two operations go through the transcoder
+  // (translated series); the other half pass as REST and are mirrored (shadow
+  // series): cheap HTTP/1.1 calls that complete even on a loaded machine.
+  const split = ['GetOrder', 'ListOrders'].flatMap((m) => ['--split', `order.v1.OrderService/${m}=50`]);
+  const sidecar = await startSidecarProcess(['--upstream', app.url, '--grpc-upstream', app.url, '--proto', PROTO_DIR, ...split, '--shadow', shadow.url], {
     POD_NAME: 'gateway-0',
     POD_NAMESPACE: 'demo',
   });
@@ -188,6 +194,7 @@ async function keepTraffic(
   stopped: AbortSignal,
   failures: unknown[],
   firstRoundDone: () => void,
+  mix?: TrafficOptions['mix'],
 ): Promise<void> {
   const edgeCalls = sendEdgeCalls(url).catch((err: unknown) => failures.push(err));
   for (let round = 0; !stopped.aborted; round++) {
@@ -198,7 +205,7 @@ async function keepTraffic(
     const timer = setTimeout(endRound, ROUND_MS + GRACE_MS);
     stopped.addEventListener('abort', endRound, { once: true });
     try {
-      await runTraffic({ target: url, durationMs: ROUND_MS, rps, seed: seed + round, signal: roundEnd.signal });
+      await runTraffic({ target: url, durationMs: ROUND_MS, rps, seed: seed + round, signal: roundEnd.signal, ...(mix ? { mix } : {}) });
     } catch (err) {
       // A failing round (say, a sidecar that died) must not spin: note it and pause.
       if (failures.length < 10) failures.push(err);
