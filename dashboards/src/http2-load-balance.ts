@@ -3,11 +3,11 @@
 // one long-lived connection and kube-proxy balances connections, so a few
 // connections carrying most calls pin the load to a few pods.
 import { dashboard, protocolCompare, row, stat, timeseries, type Dashboard } from './model.ts';
-import { INBOUND, SCOPE, mean, podCallRate, podShare, podSkew, podSkewOverall, quantile, sumGauge, sumRate, type Matchers } from './promql.ts';
-import { datasourceVariable, methodVariable, namespaceVariable, podVariable, serviceVariable } from './variables.ts';
+import { CLUSTER, INBOUND, SCOPE, mean, podCallRate, podShare, podSkew, podSkewOverall, quantile, sumGauge, sumRate, type Matchers } from './promql.ts';
+import { clusterVariable, datasourceVariable, methodVariable, namespaceVariable, podVariable, serviceVariable } from './variables.ts';
 
 /** Skew and share are judged over every pod of the service, whatever pods are picked. */
-const SERVICE: Matchers = ['namespace=~"$namespace"', 'service=~"$service"'];
+const SERVICE: Matchers = [...CLUSTER, 'namespace=~"$namespace"', 'service=~"$service"'];
 const INBOUND_CALLS: Matchers = [...INBOUND, ...SCOPE, 'method=~"$method"'];
 const DOWNSTREAM: Matchers = ['side="downstream"', ...SCOPE];
 
@@ -26,7 +26,7 @@ export function http2LoadBalance(): Dashboard {
     uid: 'rpcscope-http2-load-balance',
     title: 'rpcscope / HTTP/2 load balance',
     description: 'Per-pod share of calls, cross-pod skew, connections and calls per connection, GOAWAYs, and outbound per-endpoint balancing.',
-    variables: [datasourceVariable(), namespaceVariable(), serviceVariable(), podVariable(), methodVariable()],
+    variables: [datasourceVariable(), clusterVariable(), namespaceVariable(), serviceVariable(), podVariable(), methodVariable()],
     items: [
       stat({
         title: 'Skew now',

@@ -17,6 +17,8 @@ export interface Target {
   legendFormat: string;
   range: boolean;
   instant: boolean;
+  /** Grafana asks Prometheus for the exemplars (trace ids) of the series too. */
+  exemplar?: boolean;
 }
 
 export interface GridPos {
@@ -86,6 +88,8 @@ export interface QuerySpec {
   expr: string;
   legend?: string;
   refId?: string;
+  /** Only on rpcscope_call_duration_seconds quantiles: the one family whose buckets carry exemplars (docs/metrics.md). */
+  exemplar?: boolean;
 }
 
 /** A panel before layout: its size is given, its position and id are assigned by `dashboard`. */
@@ -101,6 +105,7 @@ function targets(queries: QuerySpec[]): Target[] {
     legendFormat: q.legend ?? '__auto',
     range: true,
     instant: false,
+    ...(q.exemplar ? { exemplar: true } : {}),
   }));
 }
 

@@ -5,7 +5,9 @@
 /** Matchers ANDed inside one selector; empty entries are dropped. */
 export type Matchers = string[];
 
-export const SCOPE: Matchers = ['namespace=~"$namespace"', 'service=~"$service"', 'pod=~"$pod"'];
+/** Every query's scope; `cluster` is absent with one cluster, which `=~".*"` (All) still matches. */
+export const CLUSTER: Matchers = ['cluster=~"$cluster"'];
+export const SCOPE: Matchers = [...CLUSTER, 'namespace=~"$namespace"', 'service=~"$service"', 'pod=~"$pod"'];
 export const METHOD: Matchers = ['method=~"$method"'];
 export const INBOUND: Matchers = ['direction="inbound"'];
 export const DIRECTION: Matchers = ['direction=~"$direction"'];
@@ -78,6 +80,14 @@ export function ratio(
 }
 
 /**
+ * A counter's rate per `labels` over the series `matchers` narrow, 0 rather
+ * than absent for a group of `all` that has none (no mismatch yet reads 0).
+ */
+export function rateOrZero(labels: string[], metric: string, matchers: Matchers, all: Matchers): string {
+  return `${sumRate(labels, metric, matchers)}\n  or\n${sumRate(labels, metric, all)} * 0`;
+}
+
+/**
  * Inbound calls per second per pod: the quantity the load balance is judged by.
  * Every sidecar exports target_info, so a pod that has not served a call yet
  * (the others, when one client sticks to one pod) is there at 0, not missing.
@@ -85,8 +95,9 @@ export function ratio(
 export function podCallRate(scope: Matchers, at: At = NOW, callsOnly: Matchers = []): string {
   // callsOnly narrows the calls (by method) but not the target_info fallback,
   // which has no such label: an idle pod stays in whatever method is picked.
-  const calls = sumRate(['namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope, ...callsOnly], at);
-  return `(\n  ${calls}\n    or\n  0 * group by (namespace, service, pod) (${selector('target_info', scope, at)})\n)`;
+  // `cluster` keeps same-named pods of two clusters apart (absent with one cluster).
+  const calls = sumRate(['cluster', 'namespace', 'service', 'pod'], 'rpcscope_calls_total', [...INBOUND, ...scope, ...callsOnly], at);
+  return `(\n  ${calls}\n    or\n  0 * group by (cluster, namespace, service, pod) (${selector('target_info', scope, at)})\n)`;
 }
 
 /**
@@ -96,7 +107,7 @@ export function podCallRate(scope: Matchers, at: At = NOW, callsOnly: Matchers =
  */
 export function podSkew(scope: Matchers): string {
   const perPod = podCallRate(scope);
-  return `max by (namespace, service) (\n  ${perPod}\n)\n  /\navg by (namespace, service) (\n  ${perPod}\n)`;
+  return `max by (cluster, namespace, service) (\n  ${perPod}\n)\n  /\navg by (cluster, namespace, service) (\n  ${perPod}\n)`;
 }
 
 /** The same max / mean over every pod selected, as one series: the panel plugin's `skew` in pods mode. */
@@ -122,7 +133,7 @@ export function resetsByOperation(matchers: Matchers, callMatchers: Matchers, at
  * The denominator is the whole service, whatever pods are picked.
  */
 export function podShare(scope: Matchers, service: Matchers, callsOnly: Matchers): string {
-  const total = `sum by (namespace, service) (\n  ${podCallRate(service, NOW, callsOnly)}\n)`;
+  const total = `sum by (cluster, namespace, service) (\n  ${podCallRate(service, NOW, callsOnly)}\n)`;
   return `${podCallRate(scope, NOW, callsOnly)}\n  / ignoring (pod) group_left ()\n(${total} > 0)`;
 }
 

@@ -3,8 +3,9 @@
 // across protocols (a REST route and the RPC method it maps to), so the
 // comparison is of like with like.
 import { dashboard, protocolCompare, row, timeseries, type Dashboard, type QuerySpec } from './model.ts';
-import { INBOUND, SCOPE, perCall, quantile, ratio, resetsByOperation, sumRate, type At, type Matchers } from './promql.ts';
+import { INBOUND, SCOPE, perCall, quantile, rateOrZero, ratio, resetsByOperation, sumRate, type At, type Matchers } from './promql.ts';
 import {
+  clusterVariable,
   compareVariable,
   datasourceVariable,
   methodVariable,
@@ -19,6 +20,11 @@ const CALLS: Matchers = [...INBOUND, ...SCOPE, 'method=~"$method"', 'operation=~
 /** Resets carry no operation label; resetsByOperation narrows them through CALLS. */
 const RESETS: Matchers = [...INBOUND, ...SCOPE, 'method=~"$method"'];
 const BEFORE: At = { offset: '$compare' };
+/**
+ * Translated and shadow calls (`--transcode`, `--grpc-web-bridge`, `--shadow`)
+ * carry `operation` (the RPC method) but no `method` or `direction`.
+ */
+const MIGRATED: Matchers = [...SCOPE, 'operation=~"$operation"'];
 
 /** The panel plugin's query contract (grafana-plugin/README.md): one refId per figure, by operation and protocol. */
 function compareQueries(at: At, suffix: string): (QuerySpec & { refId: string })[] {
@@ -48,6 +54,7 @@ export function protocolMigration(): Dashboard {
     description: 'One operation over gRPC, gRPC-Web, Connect and REST side by side, and before against after a migration.',
     variables: [
       datasourceVariable(),
+      clusterVariable(),
       namespaceVariable(),
       serviceVariable(),
       podVariable(),
@@ -115,6 +122,47 @@ export function protocolMigration(): Dashboard {
         queries: [
           { expr: sumRate([], 'rpcscope_calls_total', CALLS), legend: 'now' },
           { expr: sumRate([], 'rpcscope_calls_total', CALLS, BEFORE), legend: 'before' },
+        ],
+      }),
+
+      row('Transcoding and shadowing'),
+      timeseries({
+        title: 'Translated calls/s by operation',
+        description: 'Calls the sidecar sent to the gRPC upstream after translating them: rest_to_grpc (--transcode, --split) or grpc_web_to_grpc (--grpc-web-bridge). Empty without those flags.',
+        unit: 'reqps',
+        stack: true,
+        queries: [{ expr: sumRate(['operation', 'translation'], 'rpcscope_translated_calls_total', MIGRATED), legend: '{{operation}} {{translation}}' }],
+      }),
+      timeseries({
+        title: 'Translation time p50 and p99',
+        description: 'Time the sidecar spent translating one call\'s messages, the upstream\'s time excluded: the cost of transcoding against raw gRPC.',
+        unit: 's',
+        queries: [
+          { expr: quantile(0.5, ['translation'], 'rpcscope_translation_seconds', SCOPE), legend: 'p50 {{translation}}' },
+          { expr: quantile(0.99, ['translation'], 'rpcscope_translation_seconds', SCOPE), legend: 'p99 {{translation}}' },
+        ],
+      }),
+      timeseries({
+        title: 'Shadow match ratio by operation',
+        description: 'Share of the calls mirrored to --shadow whose answer matched the primary\'s (status and body); below 1, the new backend answers differently. Empty without --shadow.',
+        unit: 'percentunit',
+        min: 0,
+        max: 1,
+        queries: [
+          {
+            expr: ratio(['operation'], { metric: 'rpcscope_shadow_calls_total', matchers: [...MIGRATED, 'result="match"'] }, { metric: 'rpcscope_shadow_calls_total', matchers: MIGRATED }),
+            legend: '{{operation}}',
+          },
+        ],
+      }),
+      timeseries({
+        title: 'Shadow mismatches and errors/s',
+        description: 'Mirrored calls whose answer differed (the sidecar\'s "shadow answer differs" log line names the first differing field) or that the shadow failed, by operation.',
+        unit: 'reqps',
+        min: 0,
+        queries: [
+          { expr: rateOrZero(['operation'], 'rpcscope_shadow_calls_total', [...MIGRATED, 'result="mismatch"'], MIGRATED), legend: 'mismatch {{operation}}' },
+          { expr: rateOrZero(['operation'], 'rpcscope_shadow_calls_total', [...MIGRATED, 'result="error"'], MIGRATED), legend: 'error {{operation}}' },
         ],
       }),
     ],

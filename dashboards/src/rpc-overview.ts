@@ -1,38 +1,68 @@
 // RPC overview: what each service and method is doing now — rate, errors,
 // latency, streams, resets and deadlines — for one direction of traffic.
-import { dashboard, row, stat, timeseries, type Dashboard } from './model.ts';
+import { dashboard, row, stat, timeseries, type Dashboard, type QuerySpec } from './model.ts';
 import { DIRECTION, METHOD, SCOPE, deadlineMissRatio, quantile, ratio, sumGauge, sumRate, type Matchers } from './promql.ts';
-import { datasourceVariable, directionVariable, methodVariable, namespaceVariable, podVariable, serviceVariable } from './variables.ts';
+import {
+  clusterVariable,
+  datasourceVariable,
+  directionVariable,
+  methodOfOperationVariable,
+  namespaceVariable,
+  operationVariable,
+  podVariable,
+  serviceVariable,
+} from './variables.ts';
 
+/**
+ * Series without an `operation` label (in flight, streams, messages, resets,
+ * deadlines) follow the operation picked through `method`, whose All is the
+ * list of that operation's methods.
+ */
 const CALLS: Matchers = [...DIRECTION, ...SCOPE, ...METHOD];
-const NOT_OK: Matchers = [...CALLS, 'code!="OK"'];
+/** rpcscope_calls_total and rpcscope_call_duration_seconds carry `operation` itself. */
+const OP_CALLS: Matchers = [...CALLS, 'operation=~"$operation"'];
+const NOT_OK: Matchers = [...OP_CALLS, 'code!="OK"'];
+
+/** A latency quantile with its exemplars: with tracing on, each bucket links to a trace of a call in it. */
+function latency(q: number, labels: string[], legend: string): QuerySpec {
+  return { expr: quantile(q, labels, 'rpcscope_call_duration_seconds', OP_CALLS), legend, exemplar: true };
+}
 
 export function rpcOverview(): Dashboard {
   return dashboard({
     uid: 'rpcscope-rpc-overview',
     title: 'rpcscope / RPC overview',
     description: 'Per-service and per-method call rate, errors, latency, streams, resets and deadlines, as rpcscope sidecars see them.',
-    variables: [datasourceVariable(), namespaceVariable(), serviceVariable(), podVariable(), methodVariable(), directionVariable()],
+    variables: [
+      datasourceVariable(),
+      clusterVariable(),
+      namespaceVariable(),
+      serviceVariable(),
+      podVariable(),
+      operationVariable(),
+      methodOfOperationVariable(),
+      directionVariable(),
+    ],
     items: [
       stat({
         title: 'Calls/s',
         description: 'Finished calls per second, every protocol, unary and streaming.',
         unit: 'reqps',
-        queries: [{ expr: sumRate([], 'rpcscope_calls_total', CALLS), legend: 'calls/s' }],
+        queries: [{ expr: sumRate([], 'rpcscope_calls_total', OP_CALLS), legend: 'calls/s' }],
       }),
       stat({
         title: 'Non-OK ratio',
         description: 'Share of calls that ended with any code but OK (REST statuses are mapped to gRPC codes).',
         unit: 'percentunit',
         red: 0.05,
-        queries: [{ expr: ratio([], { metric: 'rpcscope_calls_total', matchers: NOT_OK }, { metric: 'rpcscope_calls_total', matchers: CALLS }), legend: 'non-OK' }],
+        queries: [{ expr: ratio([], { metric: 'rpcscope_calls_total', matchers: NOT_OK }, { metric: 'rpcscope_calls_total', matchers: OP_CALLS }), legend: 'non-OK' }],
       }),
       stat({
         title: 'p99 latency',
         description: 'Unary-shaped calls, from request headers to response end.',
         unit: 's',
         red: 1,
-        queries: [{ expr: quantile(0.99, [], 'rpcscope_call_duration_seconds', CALLS), legend: 'p99' }],
+        queries: [{ expr: quantile(0.99, [], 'rpcscope_call_duration_seconds', OP_CALLS), legend: 'p99' }],
       }),
       stat({
         title: 'In flight',
@@ -47,7 +77,7 @@ export function rpcOverview(): Dashboard {
         description: 'Finished calls per second per service and protocol.',
         unit: 'reqps',
         stack: true,
-        queries: [{ expr: sumRate(['namespace', 'service', 'protocol'], 'rpcscope_calls_total', CALLS), legend: '{{namespace}}/{{service}} {{protocol}}' }],
+        queries: [{ expr: sumRate(['namespace', 'service', 'protocol'], 'rpcscope_calls_total', OP_CALLS), legend: '{{namespace}}/{{service}} {{protocol}}' }],
       }),
       timeseries({
         title: 'Non-OK ratio by service',
@@ -56,7 +86,7 @@ export function rpcOverview(): Dashboard {
         min: 0,
         queries: [
           {
-            expr: ratio(['namespace', 'service'], { metric: 'rpcscope_calls_total', matchers: NOT_OK }, { metric: 'rpcscope_calls_total', matchers: CALLS }),
+            expr: ratio(['namespace', 'service'], { metric: 'rpcscope_calls_total', matchers: NOT_OK }, { metric: 'rpcscope_calls_total', matchers: OP_CALLS }),
             legend: '{{namespace}}/{{service}}',
           },
         ],
@@ -66,8 +96,8 @@ export function rpcOverview(): Dashboard {
         description: 'p50 and p99 of unary-shaped calls per service.',
         unit: 's',
         queries: [
-          { expr: quantile(0.5, ['namespace', 'service'], 'rpcscope_call_duration_seconds', CALLS), legend: 'p50 {{namespace}}/{{service}}' },
-          { expr: quantile(0.99, ['namespace', 'service'], 'rpcscope_call_duration_seconds', CALLS), legend: 'p99 {{namespace}}/{{service}}' },
+          latency(0.5, ['namespace', 'service'], 'p50 {{namespace}}/{{service}}'),
+          latency(0.99, ['namespace', 'service'], 'p99 {{namespace}}/{{service}}'),
         ],
       }),
       timeseries({
@@ -75,7 +105,7 @@ export function rpcOverview(): Dashboard {
         description: 'Finished calls per second per status code (gRPC code names for every protocol).',
         unit: 'reqps',
         stack: true,
-        queries: [{ expr: sumRate(['code'], 'rpcscope_calls_total', CALLS), legend: '{{code}}' }],
+        queries: [{ expr: sumRate(['code'], 'rpcscope_calls_total', OP_CALLS), legend: '{{code}}' }],
       }),
 
       row('Per method'),
@@ -83,26 +113,26 @@ export function rpcOverview(): Dashboard {
         title: 'Call rate by method',
         description: 'Methods past --max-methods fold into _OTHER.',
         unit: 'reqps',
-        queries: [{ expr: sumRate(['method'], 'rpcscope_calls_total', CALLS), legend: '{{method}}' }],
+        queries: [{ expr: sumRate(['method'], 'rpcscope_calls_total', OP_CALLS), legend: '{{method}}' }],
       }),
       timeseries({
         title: 'Non-OK ratio by method',
         description: 'Share of calls per method that did not end OK.',
         unit: 'percentunit',
         min: 0,
-        queries: [{ expr: ratio(['method'], { metric: 'rpcscope_calls_total', matchers: NOT_OK }, { metric: 'rpcscope_calls_total', matchers: CALLS }), legend: '{{method}}' }],
+        queries: [{ expr: ratio(['method'], { metric: 'rpcscope_calls_total', matchers: NOT_OK }, { metric: 'rpcscope_calls_total', matchers: OP_CALLS }), legend: '{{method}}' }],
       }),
       timeseries({
         title: 'p99 latency by method',
         description: 'Unary-shaped calls only; streams are below.',
         unit: 's',
-        queries: [{ expr: quantile(0.99, ['method'], 'rpcscope_call_duration_seconds', CALLS), legend: '{{method}}' }],
+        queries: [latency(0.99, ['method'], '{{method}}')],
       }),
       timeseries({
         title: 'p50 latency by method',
         description: 'Unary-shaped calls only.',
         unit: 's',
-        queries: [{ expr: quantile(0.5, ['method'], 'rpcscope_call_duration_seconds', CALLS), legend: '{{method}}' }],
+        queries: [latency(0.5, ['method'], '{{method}}')],
       }),
 
       row('Streams'),
@@ -152,7 +182,7 @@ export function rpcOverview(): Dashboard {
         queries: [
           { expr: deadlineMissRatio(['method'], CALLS), legend: 'missed {{method}}' },
           {
-            expr: ratio(['method'], { metric: 'rpcscope_calls_total', matchers: [...CALLS, 'code="DEADLINE_EXCEEDED"'] }, { metric: 'rpcscope_calls_total', matchers: CALLS }),
+            expr: ratio(['method'], { metric: 'rpcscope_calls_total', matchers: [...OP_CALLS, 'code="DEADLINE_EXCEEDED"'] }, { metric: 'rpcscope_calls_total', matchers: OP_CALLS }),
             legend: 'ended DEADLINE_EXCEEDED {{method}}',
           },
         ],

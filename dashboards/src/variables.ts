@@ -1,8 +1,8 @@
 // Template variables shared by the rpcscope dashboards. Each query variable
-// narrows the next (namespace -> service -> pod -> method), all read from
-// rpcscope_calls_total, the one series every sidecar that has carried a call
-// exports. `service`, `namespace` and `pod` are target labels attached at
-// scrape time (deploy/README.md, "Labels").
+// narrows the next (cluster -> namespace -> service -> pod -> method), all read
+// from rpcscope_calls_total, the one series every sidecar that has carried a
+// call exports. `cluster`, `service`, `namespace` and `pod` are target labels
+// attached at scrape time (deploy/README.md, "Labels").
 import { DATASOURCE, type Variable } from './model.ts';
 
 export function datasourceVariable(): Variable {
@@ -21,7 +21,7 @@ export function datasourceVariable(): Variable {
   };
 }
 
-function labelValues(name: string, label: string, selector: string, help: string): Variable {
+function labelValues(name: string, label: string, selector: string, help: string, allValue: string | null = '.*'): Variable {
   const definition = `label_values(${selector}, ${name})`;
   return {
     name,
@@ -37,32 +37,53 @@ function labelValues(name: string, label: string, selector: string, help: string
     includeAll: true,
     multi: true,
     // A regex that matches every value, so `=~"$var"` keeps series whose
-    // label is empty (a method label is never empty, but this costs nothing).
-    allValue: '.*',
+    // label is empty or absent (`cluster` with one cluster). Without one,
+    // Grafana's All is the list of the options the query found.
+    ...(allValue === null ? {} : { allValue }),
     current: { selected: true, text: ['All'], value: ['$__all'] },
     options: [],
     skipUrlSync: false,
   };
 }
 
+/**
+ * With a single cluster the label is absent: the query finds no value, Grafana
+ * then selects All, and `cluster=~".*"` matches series without the label.
+ */
+export function clusterVariable(): Variable {
+  return labelValues('cluster', 'Cluster', 'rpcscope_calls_total', 'The cluster the Prometheus scraping the pods names (external label or relabelling); empty with one cluster');
+}
+
 export function namespaceVariable(): Variable {
-  return labelValues('namespace', 'Namespace', 'rpcscope_calls_total', 'Kubernetes namespace of the pods');
+  return labelValues('namespace', 'Namespace', 'rpcscope_calls_total{cluster=~"$cluster"}', 'Kubernetes namespace of the pods');
 }
 
 export function serviceVariable(): Variable {
-  return labelValues('service', 'Service', 'rpcscope_calls_total{namespace=~"$namespace"}', 'The workload (app.kubernetes.io/name of its pods)');
+  return labelValues('service', 'Service', 'rpcscope_calls_total{cluster=~"$cluster", namespace=~"$namespace"}', 'The workload (app.kubernetes.io/name of its pods)');
 }
 
 export function podVariable(): Variable {
-  return labelValues('pod', 'Pod', 'rpcscope_calls_total{namespace=~"$namespace", service=~"$service"}', 'One pod, with its sidecar');
+  return labelValues('pod', 'Pod', 'rpcscope_calls_total{cluster=~"$cluster", namespace=~"$namespace", service=~"$service"}', 'One pod, with its sidecar');
 }
 
+const METHOD_HELP = 'gRPC method (pkg.Service/Method) or REST route (GET /v1/orders/{id})';
+
 export function methodVariable(): Variable {
+  return labelValues('method', 'Method', 'rpcscope_calls_total{cluster=~"$cluster", namespace=~"$namespace", service=~"$service", pod=~"$pod"}', METHOD_HELP);
+}
+
+/**
+ * The method variable narrowed by `operation`, for a dashboard whose series
+ * without an `operation` label (streams, resets, deadlines) are filtered by
+ * method: its All is the list of the chosen operations' methods, not `.*`.
+ */
+export function methodOfOperationVariable(): Variable {
   return labelValues(
     'method',
     'Method',
-    'rpcscope_calls_total{namespace=~"$namespace", service=~"$service", pod=~"$pod"}',
-    'gRPC method (pkg.Service/Method) or REST route (GET /v1/orders/{id})',
+    'rpcscope_calls_total{cluster=~"$cluster", namespace=~"$namespace", service=~"$service", pod=~"$pod", operation=~"$operation"}',
+    `${METHOD_HELP}; All is every method of the operations picked`,
+    null,
   );
 }
 
@@ -70,7 +91,7 @@ export function operationVariable(): Variable {
   return labelValues(
     'operation',
     'Operation',
-    'rpcscope_calls_total{namespace=~"$namespace", service=~"$service", pod=~"$pod"}',
+    'rpcscope_calls_total{cluster=~"$cluster", namespace=~"$namespace", service=~"$service", pod=~"$pod"}',
     'The logical operation a REST route and an RPC method share',
   );
 }

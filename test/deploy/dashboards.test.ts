@@ -10,7 +10,8 @@ import { DASHBOARDS_DIR, buildDashboards, render } from '../../dashboards/genera
 import { typeErrors, type TypedValue } from './json-types.ts';
 import { loadContract } from './metrics-contract.ts';
 import { dashboardExpressions, metricNames, parseErrors, promtool, substitute } from './promql.ts';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { METRICS_MD, REPO_ROOT } from './metrics-contract.ts';
 
 interface PanelJson {
   id: number;
@@ -18,7 +19,7 @@ interface PanelJson {
   title: string;
   gridPos: { x: number; y: number; w: number; h: number };
   datasource?: { type?: string; uid?: string };
-  targets?: { refId: string; expr: string; datasource?: { uid?: string } }[];
+  targets?: { refId: string; expr: string; datasource?: { uid?: string }; exemplar?: boolean }[];
   options?: Record<string, unknown>;
   fieldConfig?: { defaults?: { custom?: unknown } };
 }
@@ -26,7 +27,7 @@ interface DashboardJson {
   uid: string;
   title: string;
   panels: PanelJson[];
-  templating: { list: { name: string; type: string; query?: unknown }[] };
+  templating: { list: { name: string; type: string; query?: unknown; includeAll?: boolean; multi?: boolean; allValue?: string; current?: { value?: unknown } }[] };
 }
 
 const FILES = Object.keys(buildDashboards());
@@ -36,6 +37,7 @@ const committed = new Map<string, DashboardJson>(
 
 /** Values that stand in for the template variables when the expressions are checked outside Grafana. */
 export const PARSE_VALUES: Record<string, string> = {
+  cluster: '.*',
   namespace: '.*',
   service: '.*',
   pod: '.*',
@@ -117,7 +119,7 @@ describe('dashboards', () => {
   it('read from the chosen data source and define every variable they use', () => {
     for (const [file, d] of committed) {
       const names = d.templating.list.map((v) => v.name);
-      for (const required of ['datasource', 'namespace', 'service', 'pod', 'method']) {
+      for (const required of ['datasource', 'cluster', 'namespace', 'service', 'pod', 'method']) {
         assert.ok(names.includes(required), `${file}: no ${required} variable`);
       }
       for (const p of d.panels.filter((p) => p.type !== 'row')) {
@@ -171,6 +173,85 @@ describe('dashboards', () => {
   it('have PromQL that Prometheus parses', () => {
     const exprs = [...committed.values()].flatMap((d) => dashboardExpressions(d)).map((e) => ({ ...e, expr: substitute(e.expr, PARSE_VALUES) }));
     assert.deepEqual(parseErrors(exprs), []);
+  });
+
+  it('have a `cluster` variable, All by default, that every selector of every query and variable filters on', () => {
+    for (const [file, d] of committed) {
+      const cluster = d.templating.list.find((v) => v.name === 'cluster');
+      assert.ok(cluster, `${file}: no cluster variable`);
+      assert.equal((cluster.query as { query?: string }).query, 'label_values(rpcscope_calls_total, cluster)');
+      assert.equal(cluster.includeAll, true);
+      assert.equal(cluster.allValue, '.*', `${file}: All must match series without the label`);
+      assert.deepEqual(cluster.current?.value, ['$__all']);
+      const selectors = dashboardExpressions(d)
+        .filter((e) => !e.where.endsWith('variable cluster'))
+        .flatMap((e) => [...e.expr.matchAll(/\b(rpcscope_\w+|target_info)\b(\{[^}]*\})?/g)].map((m) => ({ where: e.where, selector: m[0] })));
+      assert.ok(selectors.length > 20, `${file}: ${selectors.length} selectors`);
+      const unfiltered = selectors.filter((s) => !s.selector.includes('cluster=~"$cluster"')).map((s) => `${s.where}: ${s.selector}`);
+      assert.deepEqual(unfiltered, [], file);
+    }
+  });
+
+  it('rpc-overview: an `operation` variable filters the calls, and the method variable follows it', () => {
+    const d = committed.get('rpc-overview.json') ?? assert.fail('no rpc-overview');
+    const operation = d.templating.list.find((v) => v.name === 'operation');
+    assert.ok(operation);
+    assert.match((operation.query as { query?: string }).query ?? '', /^label_values\(rpcscope_calls_total\{.*\}, operation\)$/);
+    assert.equal(operation.multi, true);
+    assert.equal(operation.includeAll, true);
+    const method = d.templating.list.find((v) => v.name === 'method');
+    assert.match((method?.query as { query?: string }).query ?? '', /operation=~"\$operation"/);
+    // Its All is the list of the operation's methods, so series without `operation` follow the pick.
+    assert.equal(method?.allValue, undefined);
+    const names = d.templating.list.map((v) => v.name);
+    assert.ok(names.indexOf('operation') < names.indexOf('method'), 'operation is resolved before method');
+    const { metrics } = loadContract();
+    let filtered = 0;
+    for (const e of dashboardExpressions(d).filter((e) => !e.where.includes('/ variable '))) {
+      for (const m of e.expr.matchAll(/\b(rpcscope_\w+?)(_bucket|_sum|_count)?\{([^}]*)\}/g)) {
+        const family = metrics.get(m[1] ?? '') ?? metrics.get(`${m[1]}${m[2] ?? ''}`);
+        const selector = m[3] ?? '';
+        if (family?.labels.includes('operation')) {
+          assert.ok(selector.includes('operation=~"$operation"'), `${e.where}: ${m[0]}`);
+          filtered++;
+        } else if (family?.labels.includes('method')) {
+          assert.ok(selector.includes('method=~"$method"'), `${e.where}: ${m[0]}`);
+        }
+      }
+    }
+    assert.ok(filtered > 10, `${filtered} selectors filtered by operation`);
+  });
+
+  it('rpc-overview: every latency target of a time series panel asks for exemplars, and only those', () => {
+    const d = committed.get('rpc-overview.json') ?? assert.fail('no rpc-overview');
+    let latency = 0;
+    for (const p of d.panels) {
+      for (const t of p.targets ?? []) {
+        // The one histogram whose buckets carry exemplars (docs/metrics.md, "OpenMetrics and exemplars").
+        const isLatency = /histogram_quantile\([^,]+,[^]*rpcscope_call_duration_seconds_bucket\{/.test(t.expr);
+        if (isLatency && p.type === 'timeseries') {
+          assert.equal(t.exemplar, true, `${p.title} / ${t.refId}`);
+          latency++;
+        } else {
+          assert.notEqual(t.exemplar, true, `${p.title} / ${t.refId} reads no exemplars`);
+        }
+      }
+    }
+    assert.ok(latency >= 4, `${latency} latency targets`);
+  });
+
+  it('the provisioned Prometheus data source links an exemplar\'s trace_id, the label the sidecar writes, to a tracing data source', () => {
+    const file = join(REPO_ROOT, 'deploy/grafana/provisioning/datasources/rpcscope.yaml');
+    const ds = parse(readFileSync(file, 'utf8')) as { datasources: { type: string; jsonData?: { exemplarTraceIdDestinations?: unknown } }[] };
+    const prom = ds.datasources.find((d) => d.type === 'prometheus');
+    const destinations = prom?.jsonData?.exemplarTraceIdDestinations as { name?: string; datasourceUid?: string; urlDisplayLabel?: string }[] | undefined;
+    assert.equal(destinations?.length, 1, 'one exemplar destination');
+    const [dest] = destinations;
+    assert.equal(dest?.name, 'trace_id');
+    assert.match(dest?.datasourceUid ?? '', /^[\w-]+$/);
+    assert.equal(dest?.urlDisplayLabel, 'View trace');
+    // The exemplar's label as the metric contract shows it on a bucket line.
+    assert.match(readFileSync(METRICS_MD, 'utf8'), /# \{trace_id="…",span_id="…"\}/);
   });
 });
 
@@ -262,6 +343,59 @@ describe('dashboard figures on known data', () => {
       { expr: panelExprs('http2-load-balance.json', 'Call rate per pod').A ?? '', samples: pods(3, 1) },
     ];
     const r = evaluate(series, checks);
+    assert.ok(r.ok, r.output);
+  });
+
+  it('cluster: All matches series without the label; two clusters\' same-named pods stay apart, and one can be picked', () => {
+    const single: Record<string, string> = {
+      [`rpcscope_calls_total{namespace="shop", service="orders", pod="orders-a", ${CALL}}`]: '0+15x60',
+      'target_info{namespace="shop", service="orders", pod="orders-a", service_name="rpcscope"}': '1x60',
+    };
+    const ratePerPod = panelExprs('http2-load-balance.json', 'Call rate per pod').A ?? '';
+    const one = evaluate(single, [{ expr: ratePerPod, samples: { '{namespace="shop", service="orders", pod="orders-a"}': 1 } }]);
+    assert.ok(one.ok, one.output);
+
+    const two: Record<string, string> = {};
+    for (const [cluster, perScrape] of [['east', '15'], ['west', '45']]) {
+      two[`rpcscope_calls_total{cluster="${cluster}", namespace="shop", service="orders", pod="orders-a", ${CALL}}`] = `0+${perScrape}x60`;
+      two[`target_info{cluster="${cluster}", namespace="shop", service="orders", pod="orders-a", service_name="rpcscope"}`] = '1x60';
+    }
+    const pod = (cluster: string): string => `{cluster="${cluster}", namespace="shop", service="orders", pod="orders-a"}`;
+    const eastOnly = (expr: string): string => expr.replaceAll('cluster=~".*"', 'cluster=~"east"');
+    const share = panelExprs('http2-load-balance.json', 'Share of calls per pod').A ?? '';
+    const r = evaluate(two, [
+      { expr: ratePerPod, samples: { [pod('east')]: 1, [pod('west')]: 3 } },
+      { expr: share, samples: { [pod('east')]: 1, [pod('west')]: 1 } },
+      { expr: eastOnly(ratePerPod), samples: { [pod('east')]: 1 } },
+      { expr: eastOnly(panelExprs('rpc-overview.json', 'Calls/s').A ?? ''), samples: { '{}': 1 } },
+    ]);
+    assert.ok(r.ok, r.output);
+  });
+
+  it('protocol-migration: shadow match ratio, mismatches and errors per operation, 0 rather than absent', () => {
+    const shadow = (op: string, result: string): string => `rpcscope_shadow_calls_total{namespace="shop", service="gateway", pod="gateway-a", operation="${op}", result="${result}"}`;
+    const translated = (op: string): string =>
+      `rpcscope_translated_calls_total{namespace="shop", service="gateway", pod="gateway-a", protocol="rest", translation="rest_to_grpc", operation="${op}"}`;
+    // Per second: Get 3 matches and 1 mismatch, List 2 matches; 2 Get and 1 List translated.
+    const series: Record<string, string> = {
+      [shadow('shop.v1.Orders/Get', 'match')]: '0+45x60',
+      [shadow('shop.v1.Orders/Get', 'mismatch')]: '0+15x60',
+      [shadow('shop.v1.Orders/List', 'match')]: '0+30x60',
+      [translated('shop.v1.Orders/Get')]: '0+30x60',
+      [translated('shop.v1.Orders/List')]: '0+15x60',
+    };
+    const get = '{operation="shop.v1.Orders/Get"}';
+    const list = '{operation="shop.v1.Orders/List"}';
+    const [mismatches, errors] = Object.values(panelExprs('protocol-migration.json', 'Shadow mismatches and errors/s'));
+    const r = evaluate(series, [
+      { expr: panelExprs('protocol-migration.json', 'Shadow match ratio by operation').A ?? '', samples: { [get]: 0.75, [list]: 1 } },
+      { expr: mismatches ?? '', samples: { [get]: 1, [list]: 0 } },
+      { expr: errors ?? '', samples: { [get]: 0, [list]: 0 } },
+      {
+        expr: panelExprs('protocol-migration.json', 'Translated calls/s by operation').A ?? '',
+        samples: { '{operation="shop.v1.Orders/Get", translation="rest_to_grpc"}': 2, '{operation="shop.v1.Orders/List", translation="rest_to_grpc"}': 1 },
+      },
+    ]);
     assert.ok(r.ok, r.output);
   });
 

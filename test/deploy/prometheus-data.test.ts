@@ -17,6 +17,7 @@ import { dashboardExpressions, substitute } from './promql.ts';
 // interval here is 1 s. The before/after offset is shrunk to fit the few
 // seconds of history the test has.
 const DATA_VALUES: Record<string, string> = {
+  cluster: '.*',
   namespace: '.*',
   service: '.*',
   pod: '.*',
@@ -37,11 +38,15 @@ function value(samples: { value: [number, string] }[]): number {
 
 describe('against a real Prometheus scraping sidecars with traffic', () => {
   before(async () => {
-    stack = await startRecordedStack();
+    // With the gateway pod, whose translated and shadow calls the migration dashboard reads.
+    stack = await startRecordedStack({ migration: true });
     prom = stack.prometheus;
     // The longest look-back any expression needs: a rate window behind an offset.
     await prom.waitForData(`rate(rpcscope_calls_total[${DATA_VALUES.__rate_interval}] offset ${DATA_VALUES.compare})`, 30_000);
     await prom.waitForData('namespace_service:rpcscope_stream_resets_total:rate1h');
+    for (const family of ['rpcscope_translated_calls_total', 'rpcscope_translation_seconds_bucket', 'rpcscope_shadow_calls_total']) {
+      await prom.waitForData(`rate(${family}[${DATA_VALUES.__rate_interval}])`, 60_000);
+    }
   });
 
   after(async () => {

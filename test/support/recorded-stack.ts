@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { startOrderService, type Upstream } from '@rpcscope/demo';
-import { runTraffic } from '@rpcscope/demo/traffic';
+import { runTraffic, type TrafficOptions } from '@rpcscope/demo/traffic';
 import { startPrometheus, type RunningPrometheus, type ScrapeTarget } from './prometheus.ts';
 import { sendEdgeCalls } from './recorded-stack-edge-calls.ts';
 import { startSidecarProcess, type SidecarProcess } from './sidecar-process.ts';
@@ -41,6 +41,14 @@ export interface RecordedStackOptions {
   seed?: number;
   /** How long to wait for Prometheus to hold every pod's first round; default 30 000 ms. */
   readyTimeoutMs?: number;
+  /**
+   * Adds a pod of service `<service>-gateway` whose sidecar sends half of its
+   * REST calls to the gRPC side of its own order service (`--split`) and
+   * mirrors the others to a second one (`--shadow`): the translated and shadow
+   * series the protocol migration dashboard reads. Its target is the last of `targets`
+   * and not in `pods`.
+   */
+  migration?: boolean;
 }
 
 export interface RecordedStack {
@@ -100,13 +108,17 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
       address: new URL(s.adminUrl).host,
       labels: { namespace, service, pod: pods[i] ?? '' },
     }));
+    const gateway = opts.migration ? await startGateway(cleanups) : undefined;
+    if (gateway) targets.push({ address: new URL(gateway.adminUrl).host, labels: { namespace, service: `${service}-gateway`, pod: `${service}-gateway-0` } });
     const prometheus = await startPrometheus({ targets, ruleFiles: opts.ruleFiles ?? [RULES_FILE] });
     cleanups.push(() => prometheus.stop());
 
-    const firstRounds = sidecars.map(
+    const driven = gateway ? [...sidecars, gateway] : sidecars;
+    const firstRounds = driven.map(
       (sidecar, i) =>
         new Promise<void>((firstRoundDone) => {
-          traffic.push(keepTraffic(sidecar.url, rps[i] ?? 1, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone));
+          const gatewayMix = i >= sidecars.length ? GATEWAY_MIX : undefined;
+          traffic.push(keepTraffic(sidecar.url, rps[i] ?? GATEWAY_RPS, seed * 1000 + i * 100, stopped.signal, failures, firstRoundDone, gatewayMix));
         }),
     );
 
@@ -123,10 +135,10 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
       await Promise.race([Promise.all(firstRounds), late]);
       roundsTimer.abort();
       const roundsOver = Date.now() / 1000;
-      await prometheus.waitForData(`count(timestamp(up) > ${roundsOver}) == ${pods.length}`, until - Date.now());
-      await prometheus.waitForData(`count(sum by (pod) (rate(rpcscope_calls_total[4s])) > 0) == ${pods.length}`, until - Date.now());
+      await prometheus.waitForData(`count(timestamp(up) > ${roundsOver}) == ${targets.length}`, until - Date.now());
+      await prometheus.waitForData(`count(sum by (pod) (rate(rpcscope_calls_total[4s])) > 0) == ${targets.length}`, until - Date.now());
     } catch (err) {
-      const logs = sidecars.map((s, i) => `${pods[i]}: ${s.log().slice(-2000)}`).join('\n');
+      const logs = driven.map((s, i) => `${targets[i]?.labels.pod}: ${s.log().slice(-2000)}`).join('\n');
       roundsTimer.abort();
       throw new Error(`${(err as Error).message}\ntraffic failures: ${failures.map(String).join('; ') || 'none'}\n${logs}`, { cause: err });
     }
@@ -135,6 +147,35 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
     await stop();
     throw err;
   }
+}
+
+/** Calls per second started at the gateway pod of `migration`. */
+const GATEWAY_RPS = 6;
+const GATEWAY_MIX: TrafficOptions['mix'] = { rest: 1 };
+
+/** The `migration` pod: its own order service behind a sidecar that translates a share of the REST calls and shadows the rest to a second one. */
+async function startGateway(cleanups: (() => Promise<unknown>)[]): Promise<SidecarProcess> {
+  const [app, shadow] = await settleAll([0, 1].map(async () => {
+    const a = await startOrderService({});
+    cleanups.push(() => a.close());
+    return a;
+  }));
+  if (!app || !shadow) throw new Error('gateway apps did not start');
+  // Half of the REST calls of two operations go through the transcoder
+  // (translated series); the other half pass as REST and are mirrored (shadow
+  // series): cheap HTTP/1.1 calls that complete even on a loaded machine.
+  const split = ['GetOrder', 'ListOrders'].flatMap((m) => ['--split', `order.v1.OrderService/${m}=50`]);
+  const sidecar = await startSidecarProcess(['--upstream', app.url, '--grpc-upstream', app.url, '--proto', PROTO_DIR, ...split, '--shadow', shadow.url], {
+    POD_NAME: 'gateway-0',
+    POD_NAMESPACE: 'demo',
+  });
+  cleanups.push(() => sidecar.stop());
+  const killOnExit = (): void => {
+    sidecar.proc.kill('SIGKILL');
+  };
+  process.once('exit', killOnExit);
+  cleanups.push(async () => process.off('exit', killOnExit));
+  return sidecar;
 }
 
 /** Promise.all that waits for every start, so that the ones that did start are cleaned up when another fails. */
@@ -153,6 +194,7 @@ async function keepTraffic(
   stopped: AbortSignal,
   failures: unknown[],
   firstRoundDone: () => void,
+  mix?: TrafficOptions['mix'],
 ): Promise<void> {
   const edgeCalls = sendEdgeCalls(url).catch((err: unknown) => failures.push(err));
   for (let round = 0; !stopped.aborted; round++) {
@@ -163,7 +205,7 @@ async function keepTraffic(
     const timer = setTimeout(endRound, ROUND_MS + GRACE_MS);
     stopped.addEventListener('abort', endRound, { once: true });
     try {
-      await runTraffic({ target: url, durationMs: ROUND_MS, rps, seed: seed + round, signal: roundEnd.signal });
+      await runTraffic({ target: url, durationMs: ROUND_MS, rps, seed: seed + round, signal: roundEnd.signal, ...(mix ? { mix } : {}) });
     } catch (err) {
       // A failing round (say, a sidecar that died) must not spin: note it and pause.
       if (failures.length < 10) failures.push(err);
