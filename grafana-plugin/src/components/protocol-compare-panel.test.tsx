@@ -1,6 +1,6 @@
 import React from 'react';
 import { fireEvent, render, screen, within } from '@testing-library/react';
-import { createTheme, DataFrame, ThemeContext, ThresholdsMode } from '@grafana/data';
+import { createTheme, DataFrame, InterpolateFunction, ThemeContext, ThresholdsMode } from '@grafana/data';
 import { panelProps } from '../../test-support/panel-props';
 import { promFrames } from '../../test-support/prometheus-frames';
 import { RPC_OVERVIEW_LINK } from '../model/operation-links';
@@ -10,11 +10,17 @@ import { ProtocolComparePanel } from './protocol-compare-panel';
 const op = (operation: string, protocol: string) => ({ operation, protocol });
 const steady = (v: number, n = 6) => Array.from({ length: n }, () => v);
 
-function renderPanel(frames: DataFrame[], options: Partial<PanelOptions>, mode: 'dark' | 'light' = 'dark') {
+function renderPanel(
+  frames: DataFrame[],
+  options: Partial<PanelOptions>,
+  mode: 'dark' | 'light' = 'dark',
+  replaceVariables?: InterpolateFunction
+) {
   const theme = createTheme({ colors: { mode } });
+  const props = panelProps(frames, options);
   const utils = render(
     <ThemeContext.Provider value={theme}>
-      <ProtocolComparePanel {...panelProps(frames, options)} />
+      <ProtocolComparePanel {...props} replaceVariables={replaceVariables ?? props.replaceVariables} />
     </ThemeContext.Provider>
   );
   return { ...utils, theme };
@@ -169,9 +175,15 @@ describe('the headline and Grafana field config', () => {
         field.name === 'Value' ? { ...field, config: { links: [RPC_OVERVIEW_LINK] } } : field
       ),
     }));
-    const { container } = renderPanel(linked, { mode: 'protocols', metrics: ['p99'] });
+    // A dashboard with a service variable and no cluster variable, as Grafana interpolates it.
+    const replace: InterpolateFunction = (s) =>
+      s.replace('${service:queryparam}', 'var-service=orders').replace('${__url_time_range}', 'from=now-1h&to=now');
+    const { container } = renderPanel(linked, { mode: 'protocols', metrics: ['p99'] }, 'dark', replace);
     const link = container.querySelector('tbody[data-operation="GetOrder"] a[data-role="operation-link"]')!;
-    expect(link).toHaveAttribute('href', '/d/rpcscope-rpc-overview/rpcscope-rpc-overview?var-method=GetOrder&${__url_time_range}');
+    expect(link).toHaveAttribute(
+      'href',
+      '/d/rpcscope-rpc-overview/rpcscope-rpc-overview?var-operation=GetOrder&var-service=orders&from=now-1h&to=now'
+    );
     expect(link).toHaveAttribute('title', 'RPC overview for GetOrder');
   });
 });
