@@ -188,6 +188,23 @@ describe('the headline and Grafana field config', () => {
   });
 });
 
+describe('protocols mode with tRPC', () => {
+  it('shows tRPC as a column of its own beside REST, with its change against the baseline', () => {
+    const frames = promFrames('p99', [
+      { labels: op('GetOrder', 'rest'), values: steady(0.1) },
+      { labels: op('GetOrder', 'grpc'), values: steady(0.05) },
+      { labels: op('GetOrder', 'trpc'), values: steady(0.13) },
+    ]);
+    const { container } = renderPanel(frames, { mode: 'protocols', metrics: ['p99'] });
+    const headers = screen.getAllByRole('columnheader').map((h) => h.getAttribute('data-protocol'));
+    expect(headers).toEqual([null, null, 'rest', 'grpc', 'trpc']);
+    expect(screen.getByRole('columnheader', { name: 'tRPC' })).toBeInTheDocument();
+    const trpc = cell(container, 'GetOrder', 'trpc', 'p99');
+    expect(trpc).toHaveTextContent('130 ms');
+    expect(within(trpc).getByText('+30 %')).toHaveAttribute('title', 'p99 +30 % vs REST (worse)');
+  });
+});
+
 describe('pods mode', () => {
   it('shows the skew figure, the pinned pod and when the skew began', () => {
     const frames = [
