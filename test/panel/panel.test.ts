@@ -26,6 +26,8 @@ const HALF = 10;
 const MINUS = '\u2212';
 const PROTOCOL_ORDER = ['rest', 'grpc', 'grpc_web', 'connect'];
 const PROTOCOL_NAMES: Record<string, string> = { grpc: 'gRPC', grpc_web: 'gRPC-Web', connect: 'Connect', rest: 'REST' };
+/** @grafana/e2e-selectors' components.Panels.Panel.PanelDataErrorMessage, on Grafana's empty state. */
+const PANEL_DATA_ERROR_MESSAGE = 'data-testid Panel data error message';
 
 interface HarnessQuery {
   refId: string;
@@ -525,6 +527,24 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
       });
     });
   }
+
+  it("no traffic: Grafana's own empty state, kept apart from the help for queries the mode cannot read", async () => {
+    // A range before the fleet started: the same queries, answered with no series.
+    const before = start - 600;
+    const idle = await fetchAll(protocolQueries(RATE_WINDOW), before, before + 2 * HALF);
+    assert.ok(idle.every((q) => matrixOf(q.response).length === 0), 'Prometheus holds nothing before the fleet started');
+    await render({ theme: 'dark', options: { mode: 'protocols' }, queries: idle, from: before, to: before + 2 * HALF, width: 900, height: 300 });
+    assert.equal(await text(`[data-testid="${PANEL_DATA_ERROR_MESSAGE}"]`), 'No data');
+    assert.equal(await page.locator('[data-role="no-traffic"]').getAttribute('data-reason'), 'no-series');
+    assert.equal(await page.locator('[data-role="missing-data"]').count(), 0);
+    await screenshot('no-traffic-dark');
+
+    // The same empty answers under refIds no mode reads: a query mistake, and the help says so.
+    const misnamed = idle.slice(0, 2).map((q, i) => ({ ...q, refId: String.fromCharCode(65 + i) }));
+    await render({ theme: 'dark', options: { mode: 'protocols' }, queries: misnamed, from: before, to: before + 2 * HALF, width: 900, height: 300 });
+    assert.equal(await page.locator(`[data-testid="${PANEL_DATA_ERROR_MESSAGE}"]`).count(), 0);
+    assert.match(await text('[data-role="missing-data"]'), /^The queries \(refId A, B\) returned no data, and none has a refId this mode reads\./);
+  });
 
   it('raised no error in the page', () => {
     assert.deepEqual(pageErrors, []);

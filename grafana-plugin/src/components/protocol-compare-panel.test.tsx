@@ -1,10 +1,11 @@
 import React from 'react';
 import { fireEvent, render, screen, within } from '@testing-library/react';
-import { createTheme, DataFrame, InterpolateFunction, ThemeContext, ThresholdsMode } from '@grafana/data';
+import { createTheme, DataFrame, DataQueryRequest, InterpolateFunction, ThemeContext, ThresholdsMode } from '@grafana/data';
 import { panelProps } from '../../test-support/panel-props';
 import { promFrames } from '../../test-support/prometheus-frames';
 import { RPC_OVERVIEW_LINK } from '../model/operation-links';
 import { PanelOptions } from '../types';
+import { ALL_ZERO_MESSAGE } from './no-traffic';
 import { ProtocolComparePanel } from './protocol-compare-panel';
 
 const op = (operation: string, protocol: string) => ({ operation, protocol });
@@ -245,9 +246,85 @@ describe('data that does not fit the mode', () => {
     );
   });
 
-  it('says the queries returned nothing', () => {
-    renderPanel([], { mode: 'pods' });
-    expect(screen.getByRole('status')).toHaveTextContent('The queries returned no data.');
+  it('says the queries returned nothing under refIds the mode does not read', () => {
+    const props = panelProps([], { mode: 'pods' });
+    render(
+      <ThemeContext.Provider value={createTheme()}>
+        <ProtocolComparePanel {...props} data={{ ...props.data, request: { targets: [{ refId: 'A' }] } as unknown as DataQueryRequest }} />
+      </ThemeContext.Provider>
+    );
+    expect(screen.getByRole('status')).toHaveTextContent('The queries (refId A) returned no data, and none has a refId this mode reads.');
     expect(screen.getByRole('status')).toHaveTextContent('sum by (pod) (rpcscope_connections_active{side="downstream"})');
+  });
+});
+
+describe('no traffic', () => {
+  // @grafana/runtime's PanelDataErrorView as installed; Grafana replaces it with its own view when
+  // it starts (the browser test renders that one), which shows the same message or "No data".
+  const runtimeView = (message?: string) => `Unable to render data: ${message ?? ''}.`;
+
+  const withRequest = (frames: DataFrame[], refIds: string[], options: Partial<PanelOptions>, noValue?: string) => {
+    const props = panelProps(frames, options);
+    const targets = refIds.map((refId) => ({ refId }));
+    const theme = createTheme({ colors: { mode: 'dark' } });
+    return render(
+      <ThemeContext.Provider value={theme}>
+        <ProtocolComparePanel
+          {...props}
+          fieldConfig={{ defaults: noValue === undefined ? {} : { noValue }, overrides: [] }}
+          data={{ ...props.data, request: { targets } as unknown as DataQueryRequest }}
+        />
+      </ThemeContext.Provider>
+    );
+  };
+  const emptyState = (container: HTMLElement) => container.querySelector('[data-role="no-traffic"]');
+
+  it('renders Grafana’s PanelDataErrorView with no message when the queries the mode reads return no series', () => {
+    const { container } = withRequest([], ['p99', 'rate'], { mode: 'protocols', metrics: ['p99', 'rate'] });
+    // No message: Grafana's view then says the panel's "No value" text, or "No data".
+    expect(emptyState(container)).toHaveTextContent(runtimeView());
+    expect(emptyState(container)).toHaveAttribute('data-reason', 'no-series');
+    expect(container.querySelector('[data-role="missing-data"]')).toBeNull();
+  });
+
+  it('says there were no calls when every series the mode reads is zero or undefined', () => {
+    const frames = [
+      ...promFrames('rate', [
+        { labels: op('GetOrder', 'grpc'), values: steady(0) },
+        { labels: op('GetOrder', 'rest'), values: steady(0) },
+      ]),
+      ...promFrames('p99', [{ labels: op('GetOrder', 'grpc'), values: steady(NaN) }]),
+    ];
+    const { container } = withRequest(frames, ['rate', 'p99'], { mode: 'protocols', metrics: ['p99', 'rate'] });
+    expect(emptyState(container)).toHaveTextContent(runtimeView(ALL_ZERO_MESSAGE));
+    expect(emptyState(container)).toHaveAttribute('data-reason', 'all-zero');
+    expect(container.querySelector('table')).toBeNull();
+  });
+
+  it('says the panel’s own "No value" text for all-zero series, as Grafana does for none', () => {
+    const { container } = withRequest(promFrames('rate', [{ labels: { pod: 'a' }, values: steady(0) }]), ['rate'], { mode: 'pods' }, 'Idle');
+    expect(emptyState(container)).toHaveTextContent(runtimeView('Idle'));
+  });
+
+  it('keeps the query help for queries the mode cannot read, with no series', () => {
+    const { container } = withRequest([], ['A'], { mode: 'protocols', metrics: ['p99'] });
+    expect(emptyState(container)).toBeNull();
+    expect(screen.getByRole('status')).toHaveTextContent('The queries (refId A) returned no data, and none has a refId this mode reads.');
+  });
+
+  it('keeps the query help for all-zero series without the labels the mode needs', () => {
+    const { container } = withRequest(promFrames('rate', [{ labels: { job: 'x' }, values: steady(0) }]), ['rate'], {
+      mode: 'protocols',
+      metrics: ['rate'],
+    });
+    expect(emptyState(container)).toBeNull();
+    expect(screen.getByRole('status')).toHaveTextContent('The series of rate lack the label operation or protocol.');
+  });
+
+  it('shows the view once one point counts a call', () => {
+    const frames = promFrames('rate', [{ labels: op('GetOrder', 'grpc'), values: [0, 0, 0.2, 0] }]);
+    const { container } = withRequest(frames, ['rate'], { mode: 'protocols', metrics: ['rate'] });
+    expect(emptyState(container)).toBeNull();
+    expect(cell(container, 'GetOrder', 'grpc', 'rate')).toBeInTheDocument();
   });
 });
