@@ -206,6 +206,46 @@ describe('protocols mode with tRPC', () => {
   });
 });
 
+describe('protocols mode with REST calls transcoded to gRPC', () => {
+  const METHOD = 'order.v1.OrderService/GetOrder';
+  const frames = [
+    ...promFrames('p99', [
+      { labels: op(METHOD, 'rest'), values: steady(0.1) },
+      { labels: op(METHOD, 'grpc'), values: steady(0.05) },
+      { labels: op(METHOD, 'trpc'), values: steady(0.09) },
+    ]),
+    ...promFrames('rate', [
+      { labels: op(METHOD, 'rest'), values: steady(40) },
+      { labels: op(METHOD, 'grpc'), values: steady(20) },
+      { labels: op(METHOD, 'trpc'), values: steady(5) },
+    ]),
+    ...promFrames('transcoded', [{ labels: { operation: METHOD }, values: steady(10) }]),
+    ...promFrames('translation_p50', [{ labels: {}, values: steady(0.00005) }]),
+    ...promFrames('translation_p99', [{ labels: {}, values: steady(0.0004) }]),
+  ];
+
+  it('shows a transcoded column beside REST: the calls that went through the transcoder, their share, the translation time', () => {
+    const { container } = renderPanel(frames, { mode: 'protocols', metrics: ['p99', 'rate'] });
+    const headers = screen.getAllByRole('columnheader').map((h) => h.getAttribute('data-protocol') ?? h.getAttribute('data-column'));
+    expect(headers).toEqual([null, null, 'rest', 'transcoded', 'grpc', 'trpc']);
+    const header = container.querySelector('th[data-column="transcoded"]')!;
+    expect(header).toHaveTextContent('REST \u2192 gRPC (transcoded)');
+    expect(header.querySelector('[data-role="translation-time"]')).toHaveTextContent('translation p50 50 µs, p99 400 µs');
+    const cellEl = container.querySelector(`td[data-column="transcoded"][data-operation="${METHOD}"]`)!;
+    expect(cellEl).toHaveAttribute('rowspan', '2');
+    expect(cellEl.querySelector('[data-role="transcoded-rate"]')).toHaveTextContent('10/s');
+    expect(cellEl.querySelector('[data-role="transcoded-share"]')).toHaveTextContent('25.00% of REST');
+    // The other columns keep their places in the row below the spanning cell.
+    expect(cell(container, METHOD, 'trpc', 'rate')).toHaveTextContent('5/s');
+    expect(container.querySelectorAll(`tbody[data-operation="${METHOD}"] tr`)[1]!.children).toHaveLength(4);
+  });
+
+  it('has no transcoded column without the transcoded query', () => {
+    const { container } = renderPanel(frames.filter((f) => f.refId !== 'transcoded'), { mode: 'protocols', metrics: ['p99'] });
+    expect(container.querySelector('[data-column="transcoded"]')).toBeNull();
+  });
+});
+
 describe('pods mode', () => {
   it('shows the skew figure, the pinned pod and when the skew began', () => {
     const frames = [
