@@ -20,8 +20,8 @@ import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-pro
 const PROTO_DIR = join(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), 'demo', 'proto');
 /** An order the demo order service holds from the start. */
 const ORDER_ID = 'ord-000001';
-/** Each caller's pause between calls: some tens of calls a second per pod. */
-const PAUSE_MS = 40;
+/** Each caller's pause between calls: a few calls a second per caller, a light load beside the fleet's. */
+const PAUSE_MS = 150;
 
 const t = initTRPC.create();
 const router = t.router({

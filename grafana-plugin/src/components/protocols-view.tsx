@@ -144,35 +144,35 @@ export function ProtocolsView({ series, options, width, rangeSeconds, replaceVar
                   </th>
                   {row.cells.map((cell) => (
                     <React.Fragment key={cell.protocol}>
-                    <td
-                      data-operation={op.operation}
-                      data-protocol={cell.protocol}
-                      data-metric={row.metric}
-                      className={own.cell}
-                    >
-                      <div className={own.line}>
-                        <span
-                          className={styles.value}
-                          style={{ color: thresholdColor(cell.value, configs.get(row.metric), theme) ?? undefined }}
-                        >
-                          {displayValue(cell.value, def.kind, units, configs.get(row.metric))}
-                        </span>
-                        {cell.delta && (
-                          <DeltaText
-                            delta={cell.delta}
-                            kind={def.kind}
-                            units={units}
-                            description={`${def.label} {delta} vs ${baseline}`}
-                          />
+                      <td
+                        data-operation={op.operation}
+                        data-protocol={cell.protocol}
+                        data-metric={row.metric}
+                        className={own.cell}
+                      >
+                        <div className={own.line}>
+                          <span
+                            className={styles.value}
+                            style={{ color: thresholdColor(cell.value, configs.get(row.metric), theme) ?? undefined }}
+                          >
+                            {displayValue(cell.value, def.kind, units, configs.get(row.metric))}
+                          </span>
+                          {cell.delta && (
+                            <DeltaText
+                              delta={cell.delta}
+                              kind={def.kind}
+                              units={units}
+                              description={`${def.label} {delta} vs ${baseline}`}
+                            />
+                          )}
+                        </div>
+                        {showSparklines && cell.series && (
+                          <CellSparkline series={cell.series} width={sparkWidth} height={SPARK_HEIGHT} color={sparkColor} />
                         )}
-                      </div>
-                      {showSparklines && cell.series && (
-                        <CellSparkline series={cell.series} width={sparkWidth} height={SPARK_HEIGHT} color={sparkColor} />
+                      </td>
+                      {transcoded && i === 0 && cell.protocol === transcodedAfter && (
+                        <TranscodedCellView column={transcoded} operation={op.operation} rows={op.rows.length} units={units} className={own.sub} />
                       )}
-                    </td>
-                    {transcoded && i === 0 && cell.protocol === transcodedAfter && (
-                      <TranscodedCellView column={transcoded} operation={op.operation} rows={op.rows.length} units={units} className={own.sub} />
-                    )}
                     </React.Fragment>
                   ))}
                 </tr>
