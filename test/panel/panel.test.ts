@@ -234,14 +234,12 @@ async function expectColour(selector: string, theme: Theme, path: string): Promi
 before(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
   // Build, bundle and start the browser while the fleet records.
-  const ready = Promise.all([
-    buildPlugin().then(bundleHarness),
-    startRecordedStack(),
-    startMigrationPods({ namespace: 'demo', service: 'orders' }),
-  ]);
-  const [bundle, recorded, migrationPods] = await ready;
+  // The migration pods start once the fleet is ready, so as not to slow its first rounds on a
+  // busy machine; the fleet gets longer than its default to be ready for the same reason.
+  const ready = Promise.all([buildPlugin().then(bundleHarness), startRecordedStack({ readyTimeoutMs: 120_000 })]);
+  const [bundle, recorded] = await ready;
   stack = recorded;
-  migration = migrationPods;
+  migration = await startMigrationPods({ namespace: 'demo', service: 'orders' });
   // The protocols and before/after views read every pod; the pods view reads the stack's own
   // Prometheus, whose three pods are the ones the load sticks to.
   prometheus = await startPrometheus({ targets: [...stack.targets, ...migration.targets] });
