@@ -8,7 +8,9 @@ import * as reactDomNamespace from 'react-dom';
 import { createRoot, Root } from 'react-dom/client';
 import * as emotionCss from '@emotion/css';
 import * as grafanaData from '@grafana/data';
+import * as grafanaRuntime from '@grafana/runtime';
 import * as grafanaUi from '@grafana/ui';
+import { GrafanaPanelDataErrorView } from '../test-support/grafana-panel-data-error-view';
 import { framesFromPrometheus, PromResponse } from '../test-support/prometheus-frames';
 import { registerStandardEditors } from '../test-support/standard-editors';
 // Last, so that it defines the global AMD `define` only after the bundled libraries above, some
@@ -52,6 +54,9 @@ const SHARED: Record<string, object> = {
   'react-dom': reactDomNamespace,
   '@grafana/data': grafanaData,
   '@grafana/ui': grafanaUi,
+  // Grafana hands plugins its @grafana/runtime after setting PanelDataErrorView to its own view
+  // at start (setPanelDataErrorView is internal to Grafana, not in the published package).
+  '@grafana/runtime': { ...grafanaRuntime, PanelDataErrorView: GrafanaPanelDataErrorView },
   '@emotion/css': emotionCss,
 };
 
@@ -96,7 +101,13 @@ const harness = {
     const series = spec.queries.flatMap((q) => framesFromPrometheus(q.refId, q.response, q.stepSeconds));
     const props: grafanaData.PanelProps = {
       id: 1,
-      data: { state: LoadingState.Done, series, timeRange },
+      // As Grafana does: the request names the queries that ran, whatever they answered.
+      data: {
+        state: LoadingState.Done,
+        series,
+        timeRange,
+        request: { targets: spec.queries.map((q) => ({ refId: q.refId })) } as unknown as grafanaData.DataQueryRequest,
+      },
       timeRange,
       timeZone: spec.timeZone ?? 'utc',
       // As Grafana does: the builder's defaults under the panel's saved options.

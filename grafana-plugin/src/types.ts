@@ -1,7 +1,11 @@
 export type Mode = 'protocols' | 'beforeAfter' | 'pods';
 
-/** The `protocol` label values of docs/metrics.md, in the order columns are shown. */
-export const PROTOCOLS = ['grpc', 'grpc_web', 'connect', 'rest'] as const;
+/**
+ * The `protocol` label values of docs/metrics.md, in the order columns are shown: the gRPC family
+ * (one .proto, three wire formats), then the JSON-over-HTTP APIs, REST and tRPC, which teams weigh
+ * against each other and against gRPC.
+ */
+export const PROTOCOLS = ['grpc', 'grpc_web', 'connect', 'rest', 'trpc'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 
 export type MetricKey = 'p50' | 'p95' | 'p99' | 'rate' | 'errors' | 'deadline_miss' | 'resets' | 'req_bytes' | 'resp_bytes';

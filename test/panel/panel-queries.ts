@@ -37,6 +37,17 @@ export function beforeAfterQueries(w: string, offset: string): PanelQuery[] {
   return [...protocolQueries(w), ...protocolQueries(w, offset, '_before')];
 }
 
+/** The transcoded column's queries (grafana-plugin/README.md, "The transcoded column"). */
+export function transcodedQueries(w: string): PanelQuery[] {
+  const translation = (q: string) =>
+    `histogram_quantile(${q}, sum by (le) (rate(rpcscope_translation_seconds_bucket{translation="rest_to_grpc"}[${w}])))`;
+  return [
+    { refId: 'transcoded', expr: `sum by (operation) (rate(rpcscope_translated_calls_total{translation="rest_to_grpc"}[${w}]))` },
+    { refId: 'translation_p50', expr: translation('0.5') },
+    { refId: 'translation_p99', expr: translation('0.99') },
+  ];
+}
+
 export function podQueries(w: string): PanelQuery[] {
   const perPod = `sum by (pod) (rate(${CALLS}[${w}]))`;
   return [

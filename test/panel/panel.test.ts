@@ -9,9 +9,11 @@ import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { startPrometheus, type RunningPrometheus } from '../support/prometheus.ts';
 import { startRecordedStack, type RecordedStack } from '../support/recorded-stack.ts';
 import { buildPlugin, bundleHarness, serveHarness, type HarnessServer } from './harness-server.ts';
-import { beforeAfterQueries, podQueries, protocolQueries, type PanelQuery } from './panel-queries.ts';
+import { startMigrationPods, type MigrationPods } from './migration-pods.ts';
+import { beforeAfterQueries, podQueries, protocolQueries, transcodedQueries, type PanelQuery } from './panel-queries.ts';
 import { queryRange, type PromApiResponse } from './prometheus.ts';
 
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '.artifacts', 'panel');
@@ -24,8 +26,10 @@ const RATE_WINDOW = '4s';
 /** Each of the before/after ranges; the protocols and pods ranges span both. */
 const HALF = 10;
 const MINUS = '\u2212';
-const PROTOCOL_ORDER = ['rest', 'grpc', 'grpc_web', 'connect'];
-const PROTOCOL_NAMES: Record<string, string> = { grpc: 'gRPC', grpc_web: 'gRPC-Web', connect: 'Connect', rest: 'REST' };
+const PROTOCOL_ORDER = ['rest', 'grpc', 'grpc_web', 'connect', 'trpc'];
+const PROTOCOL_NAMES: Record<string, string> = { grpc: 'gRPC', grpc_web: 'gRPC-Web', connect: 'Connect', rest: 'REST', trpc: 'tRPC' };
+/** @grafana/e2e-selectors' components.Panels.Panel.PanelDataErrorMessage, on Grafana's empty state. */
+const PANEL_DATA_ERROR_MESSAGE = 'data-testid Panel data error message';
 
 interface HarnessQuery {
   refId: string;
@@ -167,6 +171,9 @@ const utcClock = (seconds: number) => new Date(seconds * 1000).toISOString().sli
 // ---- the run
 
 let stack: RecordedStack;
+/** The tRPC and transcoding pods, and a Prometheus scraping them beside the stack's pods. */
+let migration: MigrationPods;
+let prometheus: RunningPrometheus;
 let server: HarnessServer;
 let browser: Browser;
 let page: Page;
@@ -178,12 +185,13 @@ let end: number;
 let protocols: HarnessQuery[];
 let beforeAfter: HarnessQuery[];
 let pods: HarnessQuery[];
+let transcoded: HarnessQuery[];
 
-async function fetchAll(queries: PanelQuery[], from: number, to: number): Promise<HarnessQuery[]> {
+async function fetchAll(queries: PanelQuery[], from: number, to: number, url = prometheus.url): Promise<HarnessQuery[]> {
   return Promise.all(
     queries.map(async (q) => ({
       refId: q.refId,
-      response: await queryRange(stack.prometheusUrl, q.expr, from, to, STEP),
+      response: await queryRange(url, q.expr, from, to, STEP),
       stepSeconds: STEP,
     }))
   );
@@ -226,9 +234,17 @@ async function expectColour(selector: string, theme: Theme, path: string): Promi
 before(async () => {
   await mkdir(ARTIFACTS, { recursive: true });
   // Build, bundle and start the browser while the fleet records.
-  const ready = Promise.all([buildPlugin().then(bundleHarness), startRecordedStack()]);
+  // The migration pods start once the fleet is ready, so as not to slow its first rounds on a
+  // busy machine; the fleet gets longer than its default to be ready for the same reason.
+  const ready = Promise.all([buildPlugin().then(bundleHarness), startRecordedStack({ readyTimeoutMs: 120_000 })]);
   const [bundle, recorded] = await ready;
   stack = recorded;
+  migration = await startMigrationPods({ namespace: 'demo', service: 'orders' });
+  // The protocols and before/after views read every pod; the pods view reads the stack's own
+  // Prometheus, whose three pods are the ones the load sticks to.
+  prometheus = await startPrometheus({ targets: [...stack.targets, ...migration.targets] });
+  const allPods = stack.pods.length + migration.targets.length;
+  await prometheus.waitForData(`count(sum by (pod) (rate(rpcscope_calls_total[${RATE_WINDOW}])) > 0) == ${allPods}`, 60_000);
   start = Math.ceil(Date.now() / 1000);
   middle = start + HALF;
   end = middle + HALF;
@@ -238,23 +254,31 @@ before(async () => {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
   });
   page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+  // Parsing the 22 MB harness bundle on a machine busy with five sidecars, two Prometheus servers
+  // and their traffic can take longer than playwright's 30 s default.
+  page.setDefaultTimeout(180_000);
   page.on('pageerror', (e) => pageErrors.push(e.message));
   await page.goto(server.url);
   await page.waitForFunction(() => 'rpcscopeHarness' in globalThis);
 
   // Every pod scraped past the end of the recording.
-  await stack.prometheus.waitForData(`count(timestamp(up) >= ${end + 1}) == ${stack.pods.length}`, (HALF * 2 + 30) * 1000);
-  [protocols, beforeAfter, pods] = await Promise.all([
+  await Promise.all([
+    stack.prometheus.waitForData(`count(timestamp(up) >= ${end + 1}) == ${stack.pods.length}`, (HALF * 2 + 30) * 1000),
+    prometheus.waitForData(`count(timestamp(up) >= ${end + 1}) == ${allPods}`, (HALF * 2 + 30) * 1000),
+  ]);
+  [protocols, beforeAfter, pods, transcoded] = await Promise.all([
     fetchAll(protocolQueries(RATE_WINDOW), start, end),
     fetchAll(beforeAfterQueries(RATE_WINDOW, `${HALF}s`), middle, end),
-    fetchAll(podQueries(RATE_WINDOW), start, end),
+    fetchAll(podQueries(RATE_WINDOW), start, end, stack.prometheusUrl),
+    fetchAll(transcodedQueries(RATE_WINDOW), start, end),
   ]);
 });
 
 after(async () => {
   await browser?.close();
   await server?.close();
-  await stack?.stop();
+  await prometheus?.stop();
+  await Promise.all([stack?.stop(), migration?.stop()]);
 });
 
 describe('the built panel in Chromium, over real sidecars carrying traffic', () => {
@@ -285,6 +309,8 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
 
         const seen = new Set(protocols.flatMap((q) => matrixOf(q.response).map((s) => s.metric.protocol ?? '')));
         const columns = PROTOCOL_ORDER.filter((p) => seen.has(p));
+        assert.ok(seen.has('trpc'), 'the recording holds tRPC series');
+        assert.equal(columns.at(-1), 'trpc', 'tRPC is the last column, after REST and the gRPC family');
         assert.deepEqual(await page.locator('thead th').allTextContents(), [
           'Operation',
           'Metric',
@@ -328,6 +354,45 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
         assert.ok(compared >= 2, `p99 compared over ${compared} protocols`);
 
         await screenshot(`protocols-${theme}`);
+      });
+
+      it('protocols: a tRPC column for the procedures mapped onto each operation, and a transcoded column beside REST', async () => {
+        await render({
+          theme,
+          options: { mode: 'protocols', baseline: 'rest', metrics: ['p99', 'rate'] },
+          queries: [...protocols.filter((q) => q.refId === 'p99' || q.refId === 'rate'), ...transcoded],
+          from: start,
+          to: end,
+          width: 1400,
+          height: 1800,
+        });
+        const headers = await page.locator('thead th').evaluateAll((els) => els.map((el) => el.getAttribute('data-protocol') ?? el.getAttribute('data-column')));
+        assert.equal(headers[2], 'rest');
+        assert.equal(headers[3], 'transcoded', 'the transcoded column stands beside REST');
+        assert.equal(headers.at(-1), 'trpc');
+
+        // GetOrder's tRPC p99 against REST's, as the recording has them.
+        const operation = 'order.v1.OrderService/GetOrder';
+        const p99 = byRefId(protocols, 'p99');
+        const rest = mean(points(p99, { operation, protocol: 'rest' }));
+        const trpc = mean(points(p99, { operation, protocol: 'trpc' }));
+        assert.ok(rest !== null && trpc !== null, 'GetOrder has a p99 over REST and over tRPC');
+        const trpcCell = `td[data-operation="${operation}"][data-protocol="trpc"][data-metric="p99"]`;
+        assert.equal(await text(trpcCell), `${latency(trpc)}${relative(trpc, rest).text}`);
+        assert.equal(await page.locator(`${trpcCell} span[data-verdict]`).getAttribute('title'), `p99 ${relative(trpc, rest).text} vs REST (${relative(trpc, rest).verdict === 'same' ? 'about the same' : relative(trpc, rest).verdict})`);
+
+        // Its transcoded calls and their share of its REST calls (over every pod's REST calls).
+        const translated = mean(points(byRefId(transcoded, 'transcoded'), { operation }));
+        const restRate = mean(points(byRefId(protocols, 'rate'), { operation, protocol: 'rest' }));
+        assert.ok(translated !== null && translated > 0 && restRate !== null, 'the transcoding pod served GetOrder');
+        const cell = `td[data-column="transcoded"][data-operation="${operation}"]`;
+        assert.equal(await text(`${cell} [data-role="transcoded-rate"]`), `${significant(translated)}/s`);
+        assert.equal(await text(`${cell} [data-role="transcoded-share"]`), `${(Math.min(1, translated / restRate) * 100).toFixed(2)}% of REST`);
+        const p50 = mean(points(byRefId(transcoded, 'translation_p50'), {}));
+        const p99t = mean(points(byRefId(transcoded, 'translation_p99'), {}));
+        assert.ok(p50 !== null && p99t !== null);
+        assert.equal(await text('[data-role="translation-time"]'), `translation p50 ${latency(p50)}, p99 ${latency(p99t)}`);
+        await screenshot(`protocols-trpc-transcoded-${theme}`);
       });
 
       for (const height of [350, 1800]) {
@@ -525,6 +590,24 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
       });
     });
   }
+
+  it("no traffic: Grafana's own empty state, kept apart from the help for queries the mode cannot read", async () => {
+    // A range before the fleet started: the same queries, answered with no series.
+    const before = start - 600;
+    const idle = await fetchAll(protocolQueries(RATE_WINDOW), before, before + 2 * HALF);
+    assert.ok(idle.every((q) => matrixOf(q.response).length === 0), 'Prometheus holds nothing before the fleet started');
+    await render({ theme: 'dark', options: { mode: 'protocols' }, queries: idle, from: before, to: before + 2 * HALF, width: 900, height: 300 });
+    assert.equal(await text(`[data-testid="${PANEL_DATA_ERROR_MESSAGE}"]`), 'No data');
+    assert.equal(await page.locator('[data-role="no-traffic"]').getAttribute('data-reason'), 'no-series');
+    assert.equal(await page.locator('[data-role="missing-data"]').count(), 0);
+    await screenshot('no-traffic-dark');
+
+    // The same empty answers under refIds no mode reads: a query mistake, and the help says so.
+    const misnamed = idle.slice(0, 2).map((q, i) => ({ ...q, refId: String.fromCharCode(65 + i) }));
+    await render({ theme: 'dark', options: { mode: 'protocols' }, queries: misnamed, from: before, to: before + 2 * HALF, width: 900, height: 300 });
+    assert.equal(await page.locator(`[data-testid="${PANEL_DATA_ERROR_MESSAGE}"]`).count(), 0);
+    assert.match(await text('[data-role="missing-data"]'), /^The queries \(refId A, B\) returned no data, and none has a refId this mode reads\./);
+  });
 
   it('raised no error in the page', () => {
     assert.deepEqual(pageErrors, []);

@@ -1,20 +1,27 @@
 import React from 'react';
 import { fireEvent, render, screen, within } from '@testing-library/react';
-import { createTheme, DataFrame, ThemeContext, ThresholdsMode } from '@grafana/data';
+import { createTheme, DataFrame, DataQueryRequest, InterpolateFunction, ThemeContext, ThresholdsMode } from '@grafana/data';
 import { panelProps } from '../../test-support/panel-props';
 import { promFrames } from '../../test-support/prometheus-frames';
 import { RPC_OVERVIEW_LINK } from '../model/operation-links';
 import { PanelOptions } from '../types';
+import { ALL_ZERO_MESSAGE } from './no-traffic';
 import { ProtocolComparePanel } from './protocol-compare-panel';
 
 const op = (operation: string, protocol: string) => ({ operation, protocol });
 const steady = (v: number, n = 6) => Array.from({ length: n }, () => v);
 
-function renderPanel(frames: DataFrame[], options: Partial<PanelOptions>, mode: 'dark' | 'light' = 'dark') {
+function renderPanel(
+  frames: DataFrame[],
+  options: Partial<PanelOptions>,
+  mode: 'dark' | 'light' = 'dark',
+  replaceVariables?: InterpolateFunction
+) {
   const theme = createTheme({ colors: { mode } });
+  const props = panelProps(frames, options);
   const utils = render(
     <ThemeContext.Provider value={theme}>
-      <ProtocolComparePanel {...panelProps(frames, options)} />
+      <ProtocolComparePanel {...props} replaceVariables={replaceVariables ?? props.replaceVariables} />
     </ThemeContext.Provider>
   );
   return { ...utils, theme };
@@ -169,10 +176,73 @@ describe('the headline and Grafana field config', () => {
         field.name === 'Value' ? { ...field, config: { links: [RPC_OVERVIEW_LINK] } } : field
       ),
     }));
-    const { container } = renderPanel(linked, { mode: 'protocols', metrics: ['p99'] });
+    // A dashboard with a service variable and no cluster variable, as Grafana interpolates it.
+    const replace: InterpolateFunction = (s) =>
+      s.replace('${service:queryparam}', 'var-service=orders').replace('${__url_time_range}', 'from=now-1h&to=now');
+    const { container } = renderPanel(linked, { mode: 'protocols', metrics: ['p99'] }, 'dark', replace);
     const link = container.querySelector('tbody[data-operation="GetOrder"] a[data-role="operation-link"]')!;
-    expect(link).toHaveAttribute('href', '/d/rpcscope-rpc-overview/rpcscope-rpc-overview?var-method=GetOrder&${__url_time_range}');
+    expect(link).toHaveAttribute(
+      'href',
+      '/d/rpcscope-rpc-overview/rpcscope-rpc-overview?var-operation=GetOrder&var-service=orders&from=now-1h&to=now'
+    );
     expect(link).toHaveAttribute('title', 'RPC overview for GetOrder');
+  });
+});
+
+describe('protocols mode with tRPC', () => {
+  it('shows tRPC as a column of its own beside REST, with its change against the baseline', () => {
+    const frames = promFrames('p99', [
+      { labels: op('GetOrder', 'rest'), values: steady(0.1) },
+      { labels: op('GetOrder', 'grpc'), values: steady(0.05) },
+      { labels: op('GetOrder', 'trpc'), values: steady(0.13) },
+    ]);
+    const { container } = renderPanel(frames, { mode: 'protocols', metrics: ['p99'] });
+    const headers = screen.getAllByRole('columnheader').map((h) => h.getAttribute('data-protocol'));
+    expect(headers).toEqual([null, null, 'rest', 'grpc', 'trpc']);
+    expect(screen.getByRole('columnheader', { name: 'tRPC' })).toBeInTheDocument();
+    const trpc = cell(container, 'GetOrder', 'trpc', 'p99');
+    expect(trpc).toHaveTextContent('130 ms');
+    expect(within(trpc).getByText('+30 %')).toHaveAttribute('title', 'p99 +30 % vs REST (worse)');
+  });
+});
+
+describe('protocols mode with REST calls transcoded to gRPC', () => {
+  const METHOD = 'order.v1.OrderService/GetOrder';
+  const frames = [
+    ...promFrames('p99', [
+      { labels: op(METHOD, 'rest'), values: steady(0.1) },
+      { labels: op(METHOD, 'grpc'), values: steady(0.05) },
+      { labels: op(METHOD, 'trpc'), values: steady(0.09) },
+    ]),
+    ...promFrames('rate', [
+      { labels: op(METHOD, 'rest'), values: steady(40) },
+      { labels: op(METHOD, 'grpc'), values: steady(20) },
+      { labels: op(METHOD, 'trpc'), values: steady(5) },
+    ]),
+    ...promFrames('transcoded', [{ labels: { operation: METHOD }, values: steady(10) }]),
+    ...promFrames('translation_p50', [{ labels: {}, values: steady(0.00005) }]),
+    ...promFrames('translation_p99', [{ labels: {}, values: steady(0.0004) }]),
+  ];
+
+  it('shows a transcoded column beside REST: the calls that went through the transcoder, their share, the translation time', () => {
+    const { container } = renderPanel(frames, { mode: 'protocols', metrics: ['p99', 'rate'] });
+    const headers = screen.getAllByRole('columnheader').map((h) => h.getAttribute('data-protocol') ?? h.getAttribute('data-column'));
+    expect(headers).toEqual([null, null, 'rest', 'transcoded', 'grpc', 'trpc']);
+    const header = container.querySelector('th[data-column="transcoded"]')!;
+    expect(header).toHaveTextContent('REST \u2192 gRPC (transcoded)');
+    expect(header.querySelector('[data-role="translation-time"]')).toHaveTextContent('translation p50 50 µs, p99 400 µs');
+    const cellEl = container.querySelector(`td[data-column="transcoded"][data-operation="${METHOD}"]`)!;
+    expect(cellEl).toHaveAttribute('rowspan', '2');
+    expect(cellEl.querySelector('[data-role="transcoded-rate"]')).toHaveTextContent('10/s');
+    expect(cellEl.querySelector('[data-role="transcoded-share"]')).toHaveTextContent('25.00% of REST');
+    // The other columns keep their places in the row below the spanning cell.
+    expect(cell(container, METHOD, 'trpc', 'rate')).toHaveTextContent('5/s');
+    expect(container.querySelectorAll(`tbody[data-operation="${METHOD}"] tr`)[1]!.children).toHaveLength(4);
+  });
+
+  it('has no transcoded column without the transcoded query', () => {
+    const { container } = renderPanel(frames.filter((f) => f.refId !== 'transcoded'), { mode: 'protocols', metrics: ['p99'] });
+    expect(container.querySelector('[data-column="transcoded"]')).toBeNull();
   });
 });
 
@@ -216,9 +286,85 @@ describe('data that does not fit the mode', () => {
     );
   });
 
-  it('says the queries returned nothing', () => {
-    renderPanel([], { mode: 'pods' });
-    expect(screen.getByRole('status')).toHaveTextContent('The queries returned no data.');
+  it('says the queries returned nothing under refIds the mode does not read', () => {
+    const props = panelProps([], { mode: 'pods' });
+    render(
+      <ThemeContext.Provider value={createTheme()}>
+        <ProtocolComparePanel {...props} data={{ ...props.data, request: { targets: [{ refId: 'A' }] } as unknown as DataQueryRequest }} />
+      </ThemeContext.Provider>
+    );
+    expect(screen.getByRole('status')).toHaveTextContent('The queries (refId A) returned no data, and none has a refId this mode reads.');
     expect(screen.getByRole('status')).toHaveTextContent('sum by (pod) (rpcscope_connections_active{side="downstream"})');
+  });
+});
+
+describe('no traffic', () => {
+  // @grafana/runtime's PanelDataErrorView as installed; Grafana replaces it with its own view when
+  // it starts (the browser test renders that one), which shows the same message or "No data".
+  const runtimeView = (message?: string) => `Unable to render data: ${message ?? ''}.`;
+
+  const withRequest = (frames: DataFrame[], refIds: string[], options: Partial<PanelOptions>, noValue?: string) => {
+    const props = panelProps(frames, options);
+    const targets = refIds.map((refId) => ({ refId }));
+    const theme = createTheme({ colors: { mode: 'dark' } });
+    return render(
+      <ThemeContext.Provider value={theme}>
+        <ProtocolComparePanel
+          {...props}
+          fieldConfig={{ defaults: noValue === undefined ? {} : { noValue }, overrides: [] }}
+          data={{ ...props.data, request: { targets } as unknown as DataQueryRequest }}
+        />
+      </ThemeContext.Provider>
+    );
+  };
+  const emptyState = (container: HTMLElement) => container.querySelector('[data-role="no-traffic"]');
+
+  it('renders Grafana’s PanelDataErrorView with no message when the queries the mode reads return no series', () => {
+    const { container } = withRequest([], ['p99', 'rate'], { mode: 'protocols', metrics: ['p99', 'rate'] });
+    // No message: Grafana's view then says the panel's "No value" text, or "No data".
+    expect(emptyState(container)).toHaveTextContent(runtimeView());
+    expect(emptyState(container)).toHaveAttribute('data-reason', 'no-series');
+    expect(container.querySelector('[data-role="missing-data"]')).toBeNull();
+  });
+
+  it('says there were no calls when every series the mode reads is zero or undefined', () => {
+    const frames = [
+      ...promFrames('rate', [
+        { labels: op('GetOrder', 'grpc'), values: steady(0) },
+        { labels: op('GetOrder', 'rest'), values: steady(0) },
+      ]),
+      ...promFrames('p99', [{ labels: op('GetOrder', 'grpc'), values: steady(NaN) }]),
+    ];
+    const { container } = withRequest(frames, ['rate', 'p99'], { mode: 'protocols', metrics: ['p99', 'rate'] });
+    expect(emptyState(container)).toHaveTextContent(runtimeView(ALL_ZERO_MESSAGE));
+    expect(emptyState(container)).toHaveAttribute('data-reason', 'all-zero');
+    expect(container.querySelector('table')).toBeNull();
+  });
+
+  it('says the panel’s own "No value" text for all-zero series, as Grafana does for none', () => {
+    const { container } = withRequest(promFrames('rate', [{ labels: { pod: 'a' }, values: steady(0) }]), ['rate'], { mode: 'pods' }, 'Idle');
+    expect(emptyState(container)).toHaveTextContent(runtimeView('Idle'));
+  });
+
+  it('keeps the query help for queries the mode cannot read, with no series', () => {
+    const { container } = withRequest([], ['A'], { mode: 'protocols', metrics: ['p99'] });
+    expect(emptyState(container)).toBeNull();
+    expect(screen.getByRole('status')).toHaveTextContent('The queries (refId A) returned no data, and none has a refId this mode reads.');
+  });
+
+  it('keeps the query help for all-zero series without the labels the mode needs', () => {
+    const { container } = withRequest(promFrames('rate', [{ labels: { job: 'x' }, values: steady(0) }]), ['rate'], {
+      mode: 'protocols',
+      metrics: ['rate'],
+    });
+    expect(emptyState(container)).toBeNull();
+    expect(screen.getByRole('status')).toHaveTextContent('The series of rate lack the label operation or protocol.');
+  });
+
+  it('shows the view once one point counts a call', () => {
+    const frames = promFrames('rate', [{ labels: op('GetOrder', 'grpc'), values: [0, 0, 0.2, 0] }]);
+    const { container } = withRequest(frames, ['rate'], { mode: 'protocols', metrics: ['rate'] });
+    expect(emptyState(container)).toBeNull();
+    expect(cell(container, 'GetOrder', 'grpc', 'rate')).toBeInTheDocument();
   });
 });

@@ -5,11 +5,13 @@ import { useStyles2 } from '@grafana/ui';
 import { detailNotices } from '../model/detail-level';
 import { diagnose } from '../model/expectations';
 import { readSeries } from '../model/series';
+import { noTraffic } from '../model/traffic';
 import { withDefaults } from '../options/defaults';
 import { PanelOptions } from '../types';
 import { BeforeAfterView } from './before-after-view';
 import { DetailNotices } from './detail-notice';
 import { MissingData } from './missing-data';
+import { NoTrafficView } from './no-traffic';
 import { PodsView } from './pods-view';
 import { ProtocolsView } from './protocols-view';
 
@@ -18,12 +20,24 @@ export function ProtocolComparePanel(props: PanelProps<PanelOptions>) {
   const styles = useStyles2(getStyles);
   const options = useMemo(() => withDefaults(props.options), [props.options]);
   const series = useMemo(() => readSeries(data.series), [data.series]);
-  const diagnosis = useMemo(() => diagnose(series, options), [series, options]);
+  const queried = useMemo(
+    () => data.request?.targets?.filter((t) => !t.hide).map((t) => t.refId) ?? null,
+    [data.request]
+  );
+  const diagnosis = useMemo(() => diagnose(series, options, queried), [series, options, queried]);
+  const idle = useMemo(
+    () => noTraffic(series, { mode: options.mode, metrics: options.metrics, queried }),
+    [series, options, queried]
+  );
   const notices = useMemo(() => detailNotices(data.request?.targets ?? [], series), [data.request, series]);
   const rangeSeconds = Math.max(1, (timeRange.to.valueOf() - timeRange.from.valueOf()) / 1000);
 
   let body: React.ReactNode;
-  if (diagnosis) {
+  // An idle service first: its all-zero series would otherwise pass as data, and its empty answer
+  // is no mistake in the queries. The query help is for queries the mode cannot read.
+  if (idle && (diagnosis === null || idle === 'no-series')) {
+    body = <NoTrafficView reason={idle} props={props} />;
+  } else if (diagnosis) {
     body = <MissingData diagnosis={diagnosis} />;
   } else if (options.mode === 'beforeAfter') {
     body = <BeforeAfterView series={series} options={options} rangeSeconds={rangeSeconds} replaceVariables={replaceVariables} />;

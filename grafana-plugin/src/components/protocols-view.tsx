@@ -4,13 +4,14 @@ import { GrafanaTheme2 } from '@grafana/data';
 import { useStyles2, useTheme2 } from '@grafana/ui';
 import { InterpolateFunction } from '@grafana/data';
 import { displayValue, fieldConfigs, thresholdColor } from '../model/field-display';
-import { Units, formatDelta } from '../model/format';
+import { Units, formatDelta, formatValue } from '../model/format';
 import { protocolVerdictText } from '../model/headline-text';
 import { metricDef } from '../model/metric-catalog';
 import { operationLinks } from '../model/operation-links';
 import { buildProtocolMatrix } from '../model/protocols';
 import { protocolHeadline } from '../model/protocols-headline';
-import { SeriesByRefId } from '../model/series';
+import { reduce, SeriesByRefId } from '../model/series';
+import { buildTranscoded, TranscodedColumn } from '../model/transcoded';
 import { orderRows } from '../model/table-order';
 import { protocolLabel } from '../options/build-options';
 import { PanelOptions } from '../types';
@@ -43,6 +44,16 @@ export function ProtocolsView({ series, options, width, rangeSeconds, replaceVar
   const matrix = useMemo(() => buildProtocolMatrix(series, options), [series, options]);
   const headline = useMemo(() => protocolHeadline(matrix, series, { ...options, rangeSeconds }), [matrix, series, options, rangeSeconds]);
   const configs = useMemo(() => fieldConfigs(series), [series]);
+  const transcoded = useMemo(
+    () =>
+      buildTranscoded(series, options.reducer, (operation) => {
+        const rest = series.get('rate')?.find((s) => s.labels.operation === operation && s.labels.protocol === 'rest');
+        return rest ? reduce(rest.values, options.reducer) : null;
+      }),
+    [series, options.reducer]
+  );
+  // Beside the REST column, whose calls it is a part of; last when there is no REST column.
+  const transcodedAfter = matrix.protocols.includes('rest') ? 'rest' : matrix.protocols[matrix.protocols.length - 1];
   const units: Units = options;
   const baseline = protocolLabel(matrix.baseline);
   const rank = new Map(headline.verdicts.map((v, i) => [v.operation, i]));
@@ -104,10 +115,13 @@ export function ProtocolsView({ series, options, width, rangeSeconds, replaceVar
             <th scope="col">Operation</th>
             <th scope="col">Metric</th>
             {matrix.protocols.map((p) => (
-              <th scope="col" key={p} data-protocol={p}>
-                {protocolLabel(p)}
-                {p === matrix.baseline && <span className={styles.baselineTag}>baseline</span>}
-              </th>
+              <React.Fragment key={p}>
+                <th scope="col" data-protocol={p}>
+                  {protocolLabel(p)}
+                  {p === matrix.baseline && <span className={styles.baselineTag}>baseline</span>}
+                </th>
+                {transcoded && p === transcodedAfter && <TranscodedHeader column={transcoded} units={units} className={own.sub} />}
+              </React.Fragment>
             ))}
           </tr>
         </thead>
@@ -129,33 +143,37 @@ export function ProtocolsView({ series, options, width, rangeSeconds, replaceVar
                     {def.label}
                   </th>
                   {row.cells.map((cell) => (
-                    <td
-                      key={cell.protocol}
-                      data-operation={op.operation}
-                      data-protocol={cell.protocol}
-                      data-metric={row.metric}
-                      className={own.cell}
-                    >
-                      <div className={own.line}>
-                        <span
-                          className={styles.value}
-                          style={{ color: thresholdColor(cell.value, configs.get(row.metric), theme) ?? undefined }}
-                        >
-                          {displayValue(cell.value, def.kind, units, configs.get(row.metric))}
-                        </span>
-                        {cell.delta && (
-                          <DeltaText
-                            delta={cell.delta}
-                            kind={def.kind}
-                            units={units}
-                            description={`${def.label} {delta} vs ${baseline}`}
-                          />
+                    <React.Fragment key={cell.protocol}>
+                      <td
+                        data-operation={op.operation}
+                        data-protocol={cell.protocol}
+                        data-metric={row.metric}
+                        className={own.cell}
+                      >
+                        <div className={own.line}>
+                          <span
+                            className={styles.value}
+                            style={{ color: thresholdColor(cell.value, configs.get(row.metric), theme) ?? undefined }}
+                          >
+                            {displayValue(cell.value, def.kind, units, configs.get(row.metric))}
+                          </span>
+                          {cell.delta && (
+                            <DeltaText
+                              delta={cell.delta}
+                              kind={def.kind}
+                              units={units}
+                              description={`${def.label} {delta} vs ${baseline}`}
+                            />
+                          )}
+                        </div>
+                        {showSparklines && cell.series && (
+                          <CellSparkline series={cell.series} width={sparkWidth} height={SPARK_HEIGHT} color={sparkColor} />
                         )}
-                      </div>
-                      {showSparklines && cell.series && (
-                        <CellSparkline series={cell.series} width={sparkWidth} height={SPARK_HEIGHT} color={sparkColor} />
+                      </td>
+                      {transcoded && i === 0 && cell.protocol === transcodedAfter && (
+                        <TranscodedCellView column={transcoded} operation={op.operation} rows={op.rows.length} units={units} className={own.sub} />
                       )}
-                    </td>
+                    </React.Fragment>
                   ))}
                 </tr>
               );
@@ -176,7 +194,56 @@ export function ProtocolsView({ series, options, width, rangeSeconds, replaceVar
   );
 }
 
+const TRANSCODED_TITLE =
+  'REST calls served through the sidecar\'s JSON transcoder (--transcode, --split). They keep protocol="rest", so their ' +
+  'latency and errors are part of the REST column; this column counts them (rpcscope_translated_calls_total) and ' +
+  'shows the time spent translating (rpcscope_translation_seconds, over every operation).';
+
+function TranscodedHeader({ column, units, className }: { column: TranscodedColumn; units: Units; className: string }) {
+  const times = [
+    column.translationP50 !== null ? `p50 ${formatValue(column.translationP50, 'latency', units)}` : '',
+    column.translationP99 !== null ? `p99 ${formatValue(column.translationP99, 'latency', units)}` : '',
+  ].filter(Boolean);
+  return (
+    <th scope="col" data-column="transcoded" title={TRANSCODED_TITLE}>
+      {'REST \u2192 gRPC (transcoded)'}
+      {times.length > 0 && (
+        <div className={className} data-role="translation-time">
+          {`translation ${times.join(', ')}`}
+        </div>
+      )}
+    </th>
+  );
+}
+
+function TranscodedCellView({
+  column,
+  operation,
+  rows,
+  units,
+  className,
+}: {
+  column: TranscodedColumn;
+  operation: string;
+  rows: number;
+  units: Units;
+  className: string;
+}) {
+  const cell = column.byOperation.get(operation);
+  return (
+    <td rowSpan={rows} data-column="transcoded" data-operation={operation} title={TRANSCODED_TITLE}>
+      <div data-role="transcoded-rate">{formatValue(cell?.rate ?? null, 'rate', units)}</div>
+      {cell?.share !== null && cell?.share !== undefined && (
+        <div className={className} data-role="transcoded-share">
+          {`${formatValue(cell.share, 'ratio', units)} of REST`}
+        </div>
+      )}
+    </td>
+  );
+}
+
 const getStyles = (theme: GrafanaTheme2) => ({
   cell: css({ minWidth: 96 }),
+  sub: css({ color: theme.colors.text.secondary, fontSize: theme.typography.bodySmall.fontSize, fontWeight: 'normal' }),
   line: css({ display: 'flex', alignItems: 'baseline', flexWrap: 'wrap', columnGap: theme.spacing(0.5) }),
 });

@@ -1,6 +1,7 @@
 import { DataFrame } from '@grafana/data';
 import { promFrames } from '../../test-support/prometheus-frames';
 import { buildBeforeAfter } from './before-after';
+import { protocolPath } from './headline-text';
 import { readSeries } from './series';
 
 const opts = { reducer: 'mean' as const, relativeThreshold: 10, ratioThreshold: 0.5, minCalls: 500, rangeSeconds: 3600 };
@@ -46,6 +47,15 @@ describe('buildBeforeAfter', () => {
       ['rest', 'grpc'],
     ]);
     expect(model.rows[1]!.metrics[0]!.delta!.value).toBeCloseTo(-0.5);
+  });
+
+  it('pairs an operation that moved from REST to tRPC, shown by its own name', () => {
+    const model = build([
+      ...promFrames('p99', [{ labels: op('GetOrder', 'trpc'), values: steady(0.09) }]),
+      ...promFrames('p99_before', [{ labels: op('GetOrder', 'rest'), values: steady(0.1) }]),
+    ]);
+    expect(model.rows.map((r) => [r.protocolBefore, r.protocolAfter])).toEqual([['rest', 'trpc']]);
+    expect(protocolPath(model.rows[0]!)).toBe('REST \u2192 tRPC');
   });
 
   it('flags rows where either side has too few calls', () => {

@@ -100,11 +100,17 @@ const hasLabels = (byRefId: SeriesByRefId, refId: string, labels: string[]) =>
   (byRefId.get(refId) ?? []).some((s) => labels.every((l) => Boolean(s.labels[l])));
 
 /** Null when the mode has something to draw; otherwise why not, and what it needs. */
-export function diagnose(byRefId: SeriesByRefId, options: Pick<PanelOptions, 'mode' | 'metrics' | 'podLabel'>): Diagnosis | null {
+export function diagnose(
+  byRefId: SeriesByRefId,
+  options: Pick<PanelOptions, 'mode' | 'metrics' | 'podLabel'>,
+  queried: readonly string[] | null = null
+): Diagnosis | null {
   const expectation = expectationFor(options.mode, options.metrics);
   const fail = (problem: string): Diagnosis => ({ expectation, problem, found: found(byRefId) });
   if (byRefId.size === 0) {
-    return fail('The queries returned no data.');
+    return queried && queried.length > 0
+      ? fail(`The queries (refId ${queried.join(', ')}) returned no data, and none has a refId this mode reads.`)
+      : fail('The queries returned no data.');
   }
   switch (options.mode) {
     case 'protocols': {

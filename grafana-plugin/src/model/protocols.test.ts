@@ -100,4 +100,34 @@ describe('orderProtocols', () => {
   it('sorts unknown protocol values after the known ones', () => {
     expect(orderProtocols(['zzz', 'rest', 'grpc_web', 'grpc'], 'grpc')).toEqual(['grpc', 'grpc_web', 'rest', 'zzz']);
   });
+
+  it('puts tRPC beside REST, after the gRPC family, and first when it is the baseline', () => {
+    expect(orderProtocols(['trpc', 'rest', 'connect', 'grpc', 'grpc_web'], 'rest')).toEqual(['rest', 'grpc', 'grpc_web', 'connect', 'trpc']);
+    expect(orderProtocols(['trpc', 'rest', 'grpc'], 'trpc')).toEqual(['trpc', 'grpc', 'rest']);
+  });
+});
+
+describe('a tRPC procedure mapped onto the same operation', () => {
+  const matrix = buildProtocolMatrix(
+    readSeries([
+      ...promFrames('p99', [
+        { labels: op('GetOrder', 'rest'), values: [0.1, 0.1] },
+        { labels: op('GetOrder', 'trpc'), values: [0.12, 0.12] },
+        { labels: op('GetOrder', 'grpc'), values: [0.05, 0.05] },
+      ]),
+      ...promFrames('errors', [
+        { labels: op('GetOrder', 'rest'), values: [0.01, 0.01] },
+        { labels: op('GetOrder', 'trpc'), values: [0.03, 0.03] },
+      ]),
+    ]),
+    { ...opts, metrics: ['p99', 'errors'] }
+  );
+
+  it('is a column of its own, compared with the baseline like any protocol', () => {
+    expect(matrix.protocols).toEqual(['rest', 'grpc', 'trpc']);
+    const [p99, errors] = matrix.operations[0]!.rows;
+    expect(p99!.cells[2]).toMatchObject({ protocol: 'trpc', value: expect.closeTo(0.12, 10) });
+    expect(p99!.cells[2]!.delta).toEqual({ kind: 'relative', value: expect.closeTo(0.2, 10), verdict: 'worse' });
+    expect(errors!.cells[2]!.delta).toEqual({ kind: 'points', value: expect.closeTo(0.02, 10), verdict: 'worse' });
+  });
 });
