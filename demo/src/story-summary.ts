@@ -2,7 +2,9 @@
 // /metrics) beside what the traffic script did (its own tallies of every call),
 // as text for the reader and as JSON for a test.
 import type { MetricsHistory } from './metrics-history.ts';
-import { balancedFigures, edgeFigures, podFigures, protocolRows, PROTOCOL_NAMES, sum, type ProtocolRow } from './story-figures.ts';
+import { GRPC_FAMILY } from './story-callers.ts';
+import { balancedFigures, edgeFigures, podFigures, protocolRows, PROTOCOL_NAMES, shortOperation, sum, type ProtocolRow } from './story-figures.ts';
+import { migrationFigures, renderMigration, type MigrationFigures } from './story-migration.ts';
 import { callsPerPod, maxOverMean, type CallTally, type StoryTimeline } from './story-traffic.ts';
 import { bytes, ms, pct } from './story-view.ts';
 
@@ -25,6 +27,8 @@ export interface StorySummary {
     goawaysSent: number;
     deadlineMisses: number;
     withoutDeadline: number;
+    /** The rehearsal: the split's transcoded calls and the shadow's comparisons. */
+    migration: MigrationFigures;
   };
   script: {
     /**
@@ -43,6 +47,11 @@ export interface StorySummary {
     withoutDeadline: number;
     /** Of those, the ones a pod answered. */
     withoutDeadlineAnswered: number;
+    /** REST calls of the split operation (the storefront's), and those a pod answered. */
+    splitRestCalls: number;
+    splitRestAnswered: number;
+    /** Calls per protocol. */
+    byProtocol: Record<string, number>;
     calls: number;
   };
 }
@@ -56,6 +65,10 @@ export interface SummaryInput {
   outbound: string;
   /** When the last pod's sidecar came back with the remedy (epoch ms); undefined when the run ended first. */
   rolledOutMs: number | undefined;
+  /** The pods' sidecars' --split. */
+  split: { operation: string; percent: number };
+  /** stderr of every pod's sidecar, for the shadow's logged differences. */
+  podLogs: readonly string[];
 }
 
 /**
@@ -103,6 +116,7 @@ export function summarize(i: SummaryInput): StorySummary {
     timeline.before,
     'storefront',
   );
+  const splitRest = tallies.filter((t) => t.protocol === 'rest' && t.operation === shortOperation(i.split.operation));
   const scriptPinned = Object.entries(grpcBefore).sort((x, y) => y[1] - x[1])[0]?.[0] ?? '';
   const pinnedPod = before.top;
   const shareOf = (f: typeof before, pod: string): number => f.rows.find((r) => r.pod === pod)?.share ?? 0;
@@ -125,6 +139,7 @@ export function summarize(i: SummaryInput): StorySummary {
       goawaysSent: edges.goawaysSent,
       deadlineMisses: sum(edges.deadlineMisses),
       withoutDeadline: edges.withoutDeadline,
+      migration: migrationFigures(h, i.pods, i.split, i.podLogs, startedMs, end),
     },
     script: {
       comparison: scriptComparison,
@@ -134,8 +149,11 @@ export function summarize(i: SummaryInput): StorySummary {
       balancedSkew: maxOverMean(Object.values(callsPerPod(scriptSteady, i.pods, [0, Infinity], 'backoffice'))),
       deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
       cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,
-      withoutDeadline: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline).length,
-      withoutDeadlineAnswered: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline && t.pod !== '').length,
+      withoutDeadline: tallies.filter((t) => GRPC_FAMILY.includes(t.protocol) && !t.deadline).length,
+      withoutDeadlineAnswered: tallies.filter((t) => GRPC_FAMILY.includes(t.protocol) && !t.deadline && t.pod !== '').length,
+      splitRestCalls: splitRest.length,
+      splitRestAnswered: splitRest.filter((t) => t.pod !== '').length,
+      byProtocol: tallies.reduce<Record<string, number>>((o, t) => ((o[t.protocol] = (o[t.protocol] ?? 0) + 1), o), {}),
       calls: tallies.length,
     },
   };
@@ -167,6 +185,10 @@ export function renderSummary(s: StorySummary): string {
   const list = Object.entries(r.listBytes).map(([p, b]) => `${PROTOCOL_NAMES[p] ?? p} ${bytes(b)}`);
   if (list.length) out.push(`  ListOrders, the 1,000-order list: ${list.join(', ')} per response`);
   out.push('  (p50/p99 come from the latency histogram\'s buckets, so close values share a bucket edge; response is the mean body per call, errors included)');
+  out.push('');
+  out.push('Migration rehearsal on the pods\' sidecars, as rpcscope measured it:');
+  for (const line of renderMigration(r.migration)) out.push(`  ${line}`);
+  out.push(`  (script: ${s.script.splitRestCalls} REST ${shortOperation(r.migration.split.operation)} calls, ${s.script.splitRestAnswered} answered by a pod; ${s.script.byProtocol.trpc ?? 0} tRPC calls by the web app)`);
   out.push('');
   const w = r.windows;
   const span = (x: [number, number]): string => `${Math.round(x[0])}–${Math.round(x[1])} s`;
