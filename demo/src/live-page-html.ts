@@ -49,7 +49,7 @@ Every panel below is the built plugin on what <a href="${prometheusUrl}">Prometh
         block.dataset.restCalls = String(m.figures.split.restCalls);
         block.dataset.match = String(m.figures.shadow.match);
         block.dataset.mismatch = String(m.figures.shadow.mismatch);
-        const fields = Object.values(m.figures.shadow.differences).map((d) => d.field);
+        const fields = Object.values(m.figures.shadow.differences).flatMap((d) => d.fields);
         if (fields.length) block.dataset.fields = fields.join(' ');
       }
     } catch (err) {

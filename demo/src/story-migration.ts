@@ -67,6 +67,9 @@ export function renderMigration(m: MigrationFigures): string[] {
     .sort((a, b) => b[1].match + b[1].mismatch - (a[1].match + a[1].mismatch))
     .map(([name, r]) => `${name} ${Math.round(r.match)} match${r.mismatch > 0 ? `, ${Math.round(r.mismatch)} mismatch` : ''}${r.error > 0 ? `, ${Math.round(r.error)} error` : ''}`);
   out.push(`shadow (--shadow to v2): ${Math.round(m.shadow.match)} match, ${Math.round(m.shadow.mismatch)} mismatch, ${Math.round(m.shadow.error)} error${ops.length ? ` (${ops.join('; ')})` : ''}`);
-  for (const [name, d] of Object.entries(m.shadow.differences)) out.push(`  v2 differs in ${name}: ${d.field} ${d.primary} -> ${d.shadow} (the sidecars' "shadow answer differs" log)`);
+  for (const [name, d] of Object.entries(m.shadow.differences)) {
+    const others = d.fields.filter((f) => f !== d.field);
+    out.push(`  v2 differs in ${name}: ${d.field} ${d.primary} -> ${d.shadow}${others.length ? ` (also ${others.slice(0, 2).join(', ')}: gRPC answers, compared byte for byte)` : ''}, as the sidecars' "shadow answer differs" log says`);
+  }
   return out;
 }

@@ -18,6 +18,8 @@ export interface StorySummary {
     comparison: Array<Pick<ProtocolRow, 'protocol' | 'calls' | 'p50' | 'p99' | 'errorRatio' | 'responseBytes'>>;
     /** ListOrders' mean response per protocol: the 1,000-order list. */
     listBytes: Record<string, number>;
+    /** Calls per operation and protocol over the run: tRPC's procedures under their gRPC and REST twins' operation. */
+    calls: Record<string, Record<string, number>>;
     pinned: { pod: string; shareBefore: number; skewBefore: number; skewAfter: number; shareAfter: number };
     /** The pinned and the healed stretches, in s from the start; the rollout's end, or null when the run ended first. */
     windows: { before: [number, number]; after: [number, number]; rolledOutS: number | null };
@@ -52,6 +54,8 @@ export interface StorySummary {
     splitRestAnswered: number;
     /** Calls per protocol. */
     byProtocol: Record<string, number>;
+    /** Calls per operation and protocol, and those a pod answered. */
+    byOperation: Record<string, Record<string, { calls: number; answered: number }>>;
     calls: number;
   };
 }
@@ -128,6 +132,7 @@ export function summarize(i: SummaryInput): StorySummary {
         .filter((r) => r.operation === COMPARED_OPERATION)
         .map(({ protocol, calls, p50, p99, errorRatio, responseBytes }) => ({ protocol, calls, p50, p99, errorRatio, responseBytes })),
       listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders').map((r) => [r.protocol, r.responseBytes])),
+      calls: rows.reduce<Record<string, Record<string, number>>>((o, r) => (((o[r.operation] ??= {})[r.protocol] = r.calls), o), {}),
       pinned: { pod: pinnedPod, shareBefore: shareOf(before, pinnedPod), skewBefore: before.skew, skewAfter: after.skew, shareAfter: shareOf(after, pinnedPod) },
       windows: {
         before: [timeline.before[0] / 1000, timeline.before[1] / 1000],
@@ -154,6 +159,12 @@ export function summarize(i: SummaryInput): StorySummary {
       splitRestCalls: splitRest.length,
       splitRestAnswered: splitRest.filter((t) => t.pod !== '').length,
       byProtocol: tallies.reduce<Record<string, number>>((o, t) => ((o[t.protocol] = (o[t.protocol] ?? 0) + 1), o), {}),
+      byOperation: tallies.reduce<Record<string, Record<string, { calls: number; answered: number }>>>((o, t) => {
+        const c = ((o[t.operation] ??= {})[t.protocol] ??= { calls: 0, answered: 0 });
+        c.calls++;
+        if (t.pod !== '') c.answered++;
+        return o;
+      }, {}),
       calls: tallies.length,
     },
   };
