@@ -69,7 +69,7 @@ export function renderMigration(m: MigrationFigures): string[] {
   out.push(`shadow (--shadow to v2): ${Math.round(m.shadow.match)} match, ${Math.round(m.shadow.mismatch)} mismatch, ${Math.round(m.shadow.error)} error${ops.length ? ` (${ops.join('; ')})` : ''}`);
   for (const [name, d] of Object.entries(m.shadow.differences)) {
     const others = d.fields.filter((f) => f !== d.field);
-    out.push(`  v2 differs in ${name}: ${d.field} ${d.primary} -> ${d.shadow}${others.length ? ` (also ${others.slice(0, 2).join(', ')}: gRPC answers, compared byte for byte)` : ''}, as the sidecars' "shadow answer differs" log says`);
+    out.push(`  v2 differs in ${name}: ${d.field} ${d.primary} -> ${d.shadow}, as the sidecars' "shadow answer differs" log says${others.length ? ` (it also named ${others.slice(0, 3).join(', ')})` : ''}`);
   }
   return out;
 }
