@@ -112,7 +112,7 @@ const BACKOFFICE: Scenario[] = [
 /**
  * The web app's pages, each the procedures it asks for at once: an order with
  * two related ones (now and then one that does not exist, so the batch is
- * mixed), the latest orders beside one order, or a create on its own.
+ * mixed), a page of orders beside one order, or a create on its own.
  */
 const WEBAPP: Array<{ name: string; weight: number; calls: (r: () => number) => StoryCall[] }> = [
   { name: 'get', weight: 50, calls: (r) => [0, 1, 2].map(() => ({ operation: 'GetOrder', id: fullOrderId(r), deadlineMs: 1000 })) },
