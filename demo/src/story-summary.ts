@@ -131,7 +131,8 @@ export function summarize(i: SummaryInput): StorySummary {
       comparison: rows
         .filter((r) => r.operation === COMPARED_OPERATION)
         .map(({ protocol, calls, p50, p99, errorRatio, responseBytes }) => ({ protocol, calls, p50, p99, errorRatio, responseBytes })),
-      listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders').map((r) => [r.protocol, r.responseBytes])),
+      // The storefront's list only: the web app's tRPC pages list 20 orders.
+      listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders' && r.protocol !== 'trpc').map((r) => [r.protocol, r.responseBytes])),
       calls: rows.reduce<Record<string, Record<string, number>>>((o, r) => (((o[r.operation] ??= {})[r.protocol] = r.calls), o), {}),
       pinned: { pod: pinnedPod, shareBefore: shareOf(before, pinnedPod), skewBefore: before.skew, skewAfter: after.skew, shareAfter: shareOf(after, pinnedPod) },
       windows: {
