@@ -3,9 +3,14 @@
 // sidecar/bin/rpcscope, POD_NAME set as the Downward API would), a
 // connection-level TCP balancer in front of the sidecars as kube-proxy is in
 // front of a ClusterIP Service, and a calling app's outbound sidecar that
-// balances every call over the same three sidecars.
+// balances every call over the same three sidecars. The pods share one store,
+// as replicas share a database; their sidecars rehearse the move to gRPC
+// (--split: a share of REST GetOrder calls transcoded to the pod's gRPC) and
+// mirror calls to the service's next version (--shadow: a v2 instance reading
+// the same store, which answers one field differently).
 import { startOrderService } from './order-server.ts';
-import { PROTO_DIR } from './proto-files.ts';
+import { OrderStore } from './order-store.ts';
+import { ORDER_OPERATIONS, PROTO_DIR } from './proto-files.ts';
 import { startSidecarProcess, type SidecarProcess } from './sidecar-process.ts';
 import { backendKey, startTcpBalancer, type Backend, type TcpBalancer } from './tcp-balancer.ts';
 import type { Upstream } from './upstream.ts';
@@ -19,6 +24,10 @@ const SEED_ORDERS = 1024;
 const FULL_ORDERS = 24;
 /** A restart should not wait long for calls in flight: the demo's calls are short. */
 const DRAIN = ['--drain-timeout', '2s'];
+/** The rehearsal: this share of the REST calls of this operation reaches the pod's gRPC through the transcoder. */
+export const SPLIT = { operation: 'order.v1.OrderService/GetOrder', percent: 30 } as const;
+/** The shadow's pod name (its `x-pod`). */
+export const SHADOW_POD = `${SERVICE}-v2`;
 
 export interface DemoPod {
   name: string;
@@ -30,12 +39,18 @@ export interface DemoPod {
   admin: string;
   /** Flags the sidecar runs with beyond the fixed ones (e.g. --max-connection-age). */
   extraArgs: string[];
+  /** stderr of the pod's sidecars replaced by a restart, oldest first. */
+  retiredLogs: string[];
 }
 
 export interface DemoFleet {
   pods: DemoPod[];
   balancer: TcpBalancer;
   outbound: SidecarProcess;
+  /** The next version of the order service, which the pods' sidecars mirror calls to. */
+  shadow: Upstream;
+  /** stderr of every pod's sidecars so far, the restarted ones' included. */
+  podLogs(): string[];
   /** Every sidecar's admin host:port with the labels Prometheus attaches to it. */
   targets(): Array<{ address: string; labels: Record<string, string> }>;
   /**
@@ -48,8 +63,17 @@ export interface DemoFleet {
   stop(): Promise<void>;
 }
 
-function inboundArgs(pod: Pick<DemoPod, 'app' | 'endpoint' | 'admin' | 'extraArgs'>): string[] {
-  return ['--upstream', pod.app.url, '--listen', backendKey(pod.endpoint), '--admin', pod.admin, '--proto', PROTO_DIR, ...DRAIN, ...pod.extraArgs];
+/** A pod's sidecar: REST and gRPC both to the pod's app (one port), the split's share transcoded, every call mirrored to the shadow. */
+function podArgs(app: Upstream, shadow: Upstream): string[] {
+  return [
+    ...['--upstream', app.url, '--grpc-upstream', app.url, '--proto', PROTO_DIR, '--operations', ORDER_OPERATIONS],
+    ...['--split', `${SPLIT.operation}=${SPLIT.percent}`, '--shadow', shadow.url],
+    ...DRAIN,
+  ];
+}
+
+function inboundArgs(pod: Pick<DemoPod, 'app' | 'endpoint' | 'admin' | 'extraArgs'>, shadow: Upstream): string[] {
+  return [...podArgs(pod.app, shadow), '--listen', backendKey(pod.endpoint), '--admin', pod.admin, ...pod.extraArgs];
 }
 
 const podEnv = (name: string): Record<string, string> => ({ POD_NAME: name, POD_NAMESPACE: NAMESPACE });
@@ -62,10 +86,13 @@ export async function startDemoFleet(podCount = 3): Promise<DemoFleet> {
   try {
     const names = Array.from({ length: podCount }, (_, i) => `${SERVICE}-${i}`);
     const pods: DemoPod[] = [];
+    const store = new OrderStore(SEED_ORDERS, FULL_ORDERS);
+    const shadow = await startOrderService({ podName: SHADOW_POD, store, version: 'v2' });
+    cleanups.push(() => shadow.close());
     for (const name of names) {
-      const app = await startOrderService({ podName: name, seedOrders: SEED_ORDERS, fullOrders: FULL_ORDERS });
+      const app = await startOrderService({ podName: name, store });
       cleanups.push(() => app.close());
-      const sidecar = await startSidecarProcess(['--upstream', app.url, '--proto', PROTO_DIR, ...DRAIN], podEnv(name));
+      const sidecar = await startSidecarProcess(podArgs(app, shadow), podEnv(name));
       const pod: DemoPod = {
         name,
         app,
@@ -73,6 +100,7 @@ export async function startDemoFleet(podCount = 3): Promise<DemoFleet> {
         endpoint: { host: '127.0.0.1', port: sidecar.port },
         admin: new URL(sidecar.adminUrl).host,
         extraArgs: [],
+        retiredLogs: [],
       };
       // The pod's current sidecar, whichever process that is after a restart.
       cleanups.push(() => pod.sidecar.stop());
@@ -92,6 +120,8 @@ export async function startDemoFleet(podCount = 3): Promise<DemoFleet> {
       pods,
       balancer,
       outbound,
+      shadow,
+      podLogs: () => pods.flatMap((p) => [...p.retiredLogs, p.sidecar.log()]),
       targets: () => [
         ...pods.map((p) => ({ address: p.admin, labels: { namespace: NAMESPACE, service: SERVICE, pod: p.name } })),
         { address: new URL(outbound.adminUrl).host, labels: { namespace: NAMESPACE, service: 'backoffice', pod: BALANCED_CALLER } },
@@ -104,8 +134,9 @@ export async function startDemoFleet(podCount = 3): Promise<DemoFleet> {
         } finally {
           await old.stop();
         }
+        pod.retiredLogs.push(old.log());
         pod.extraArgs = extraArgs;
-        pod.sidecar = await startSidecarProcess(inboundArgs(pod), podEnv(pod.name));
+        pod.sidecar = await startSidecarProcess(inboundArgs(pod, shadow), podEnv(pod.name));
         balancer.setReady(pod.endpoint, true);
       },
       stop,

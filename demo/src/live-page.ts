@@ -15,6 +15,7 @@ import { DIST_DIR, buildPlugin } from '../../test/panel/harness-server.ts';
 import { cachedHarnessBundle } from './harness-bundle-cache.ts';
 import { beforeAfterQueries, podQueries, protocolQueries, type PanelQuery } from '../../test/panel/panel-queries.ts';
 import { LIVE_PAGE, PANEL_PAGE, UPLOT_CSS } from './live-page-html.ts';
+import type { MigrationFigures } from './story-migration.ts';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RULES = join(REPO, 'deploy', 'prometheus', 'rules', 'rpcscope.rules.yml');
@@ -29,6 +30,8 @@ export interface LivePage {
   prometheusUrl: string;
   /** The run's start and the remedy (epoch ms), which the before/after mode compares around. */
   setStart(startMs: number, remedyMs: number): void;
+  /** What the page's migration block shows: the split's and the shadow's figures, read from the sidecars when asked. */
+  setMigration(source: () => { figures: MigrationFigures; lines: string[] }): void;
   stop(): Promise<void>;
 }
 
@@ -160,6 +163,7 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
   const bundle = built.value;
   let startS = Date.now() / 1000;
   let remedyS = startS + 30;
+  let migration: (() => { figures: MigrationFigures; lines: string[] }) | undefined;
 
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -170,6 +174,7 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
     if (url.pathname === '/') return send(200, 'text/html; charset=utf-8', LIVE_PAGE(prometheus.url));
     if (url.pathname === '/panel') return send(200, 'text/html; charset=utf-8', PANEL_PAGE);
     if (url.pathname === '/harness.js') return send(200, 'text/javascript', bundle);
+    if (url.pathname === '/api/migration') return send(200, 'application/json', JSON.stringify(migration?.() ?? null));
     if (url.pathname === '/uPlot.min.css') return void readFile(UPLOT_CSS()).then((css) => send(200, 'text/css', css), fail);
     if (url.pathname === '/api/spec') {
       const mode = url.searchParams.get('mode') as Mode;
@@ -198,6 +203,9 @@ export async function startLivePage(opts: { targets: Array<{ address: string; la
     setStart(startMs, remedyMs) {
       startS = startMs / 1000;
       remedyS = remedyMs / 1000;
+    },
+    setMigration(source) {
+      migration = source;
     },
     async stop() {
       server.closeAllConnections();

@@ -2,7 +2,7 @@
 // router (Connect, gRPC, gRPC-Web) and the REST routes of the google.api.http
 // rules both call these, so every protocol gives the same answers and errors.
 import { Code, ConnectError } from '@connectrpc/connect';
-import type { CreateOrderRequest, GetOrderRequest, ListOrdersRequest, Order } from './gen/order/v1/order_pb.ts';
+import { OrderStatus, type CreateOrderRequest, type GetOrderRequest, type ListOrdersRequest, type Order } from './gen/order/v1/order_pb.ts';
 import { REQUESTED_FAILURE, requestedFailure } from './echo-behaviour.ts';
 import type { OrderStore } from './order-store.ts';
 import { sleep } from './sleep.ts';
@@ -13,6 +13,8 @@ import { sleep } from './sleep.ts';
  */
 export const DELAY_HEADER = 'x-delay-ms';
 export const FAIL_CODE_HEADER = 'x-fail-code';
+/** A create repeated with the same key (a retry, a mirrored call) answers the order the first one made. */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 const MAX_DELAY_MS = 60_000;
 const DEFAULT_PAGE_SIZE = 20;
@@ -35,11 +37,20 @@ const LATENCY = {
 /** One call in this many takes ten times as long, so latency histograms have a tail to show. */
 const TAIL_ONE_IN = 50;
 
+/**
+ * Which implementation answers: `v1` the one in service; `v2` its successor,
+ * the same but for one small difference a shadow comparison should find: its
+ * GetOrder gives shipped orders' carrier by the new carrier code.
+ */
+export type OrderVersion = 'v1' | 'v2';
+const V2_CARRIER_CODES: Record<string, string> = { 'united-parcel-ground': 'ups-ground' };
+
 export class OrderOperations {
   constructor(
     private readonly store: OrderStore,
     /** Multiplies the simulated service times; 0 turns them off (tests). */
     private readonly latencyScale: number,
+    private readonly version: OrderVersion = 'v1',
   ) {}
 
   async getOrder(req: GetOrderRequest, call: CallInfo): Promise<Order> {
@@ -47,6 +58,9 @@ export class OrderOperations {
     if (req.id === '') throw new ConnectError('id is required', Code.InvalidArgument);
     const order = this.store.get(req.id);
     if (!order) throw new ConnectError(`order ${req.id} not found`, Code.NotFound);
+    if (this.version === 'v2' && order.status === OrderStatus.SHIPPED && V2_CARRIER_CODES[order.carrier] !== undefined) {
+      return { ...order, carrier: V2_CARRIER_CODES[order.carrier]! };
+    }
     return order;
   }
 
@@ -66,7 +80,7 @@ export class OrderOperations {
         throw new ConnectError('every item needs a sku, a positive quantity and a price of 0 or more', Code.InvalidArgument);
       }
     }
-    return this.store.create(req.customer, req.items);
+    return this.store.create(req.customer, req.items, call.header(IDEMPOTENCY_HEADER));
   }
 
   /** Waits the simulated service time plus any requested delay, then fails if the caller asked for it. */

@@ -5,9 +5,10 @@ import { OrderService } from './gen/order/v1/order_pb.ts';
 import { listenH2c } from './h2c-listener.ts';
 import type { HttpRequest, HttpResponse } from './h2c-listener.ts';
 import { orderConnectService } from './order-connect-service.ts';
-import { OrderOperations } from './order-operations.ts';
+import { OrderOperations, type OrderVersion } from './order-operations.ts';
 import { handleOrderRest } from './order-rest-routes.ts';
 import { OrderStore } from './order-store.ts';
+import { orderTrpcHandler } from './order-trpc-router.ts';
 import { DEFAULT_HOST, upstreamUrl } from './upstream.ts';
 import type { ListenOptions, Upstream } from './upstream.ts';
 
@@ -20,19 +21,25 @@ export type OrderServiceOptions = ListenOptions & {
   seedOrders?: number;
   /** How many of the seeded orders carry every field (the 18-field order, about 1.2 kB as JSON); default 0. */
   fullOrders?: number;
+  /** The orders' database, shared by every instance given it (replicas of one service, or a new version beside them); default a store of its own. */
+  store?: OrderStore;
+  /** `v2`: the successor, which differs in one visible way (see OrderVersion). Default `v1`. */
+  version?: OrderVersion;
 };
 
 /**
- * OrderService over Connect, gRPC and gRPC-Web, and over REST by its
- * google.api.http rules, on one port for HTTP/1.1 and h2c, with in-memory orders.
+ * OrderService over Connect, gRPC and gRPC-Web, over REST by its
+ * google.api.http rules, and over tRPC under /trpc (order.getOrder, …), on one
+ * port for HTTP/1.1 and h2c, with in-memory orders.
  */
 export async function startOrderService(opts: OrderServiceOptions = {}): Promise<Upstream> {
   const host = opts.host ?? DEFAULT_HOST;
   const shutdown = new AbortController();
   // connect-node adds a listener to this signal per call in flight: many calls at once are normal here.
   setMaxListeners(0, shutdown.signal);
-  const store = new OrderStore(opts.seedOrders ?? 24, opts.fullOrders ?? 0);
-  const ops = new OrderOperations(store, opts.latencyScale ?? 1);
+  const store = opts.store ?? new OrderStore(opts.seedOrders ?? 24, opts.fullOrders ?? 0);
+  const ops = new OrderOperations(store, opts.latencyScale ?? 1, opts.version);
+  const trpc = orderTrpcHandler(ops, shutdown.signal);
   const rpc = connectNodeAdapter({
     routes: (router) => router.service(OrderService, orderConnectService(ops, store)),
     shutdownSignal: shutdown.signal,
@@ -44,7 +51,7 @@ export async function startOrderService(opts: OrderServiceOptions = {}): Promise
     onRequest: (req: HttpRequest, res: HttpResponse) => {
       // Set before dispatch: writeHead, which both handlers call, merges headers set here.
       if (podName !== undefined) res.setHeader('x-pod', podName);
-      if (!handleOrderRest(req, res, ops, shutdown.signal)) rpc(req, res);
+      if (!handleOrderRest(req, res, ops, shutdown.signal) && !trpc(req, res)) rpc(req, res);
     },
   });
   return {

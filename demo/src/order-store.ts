@@ -20,6 +20,8 @@ const STATUSES = [OrderStatus.PENDING, OrderStatus.PAID, OrderStatus.SHIPPED, Or
 export class OrderStore {
   private readonly orders = new Map<string, Order>();
   private readonly created = new EventEmitter();
+  /** Idempotency key -> the id of the order it created, so a repeated create answers the same order. */
+  private readonly byKey = new Map<string, string>();
   private nextId = 1;
 
   /**
@@ -43,12 +45,14 @@ export class OrderStore {
     return this.orders.get(id);
   }
 
-  /** Newest first. */
+  /**
+   * Oldest first, a stable order: a page read twice gives the same orders while
+   * new ones are created, so a mirrored read compares equal to its primary.
+   */
   list(customer: string, limit: number): Order[] {
     const out: Order[] = [];
-    const all = [...this.orders.values()];
-    for (let i = all.length - 1; i >= 0 && out.length < limit; i--) {
-      const order = all[i]!;
+    for (const order of this.orders.values()) {
+      if (out.length >= limit) break;
       if (customer === '' || order.customer === customer) out.push(order);
     }
     return out;
@@ -59,8 +63,21 @@ export class OrderStore {
     return [...this.orders.values()].filter((o) => customer === '' || o.customer === customer);
   }
 
-  create(customer: string, items: LineItem[]): Order {
+  /**
+   * A new order; with `idempotencyKey`, a create already made with that key
+   * answers the order it made instead (a retry, or a mirrored call reaching a
+   * second service that shares this store).
+   */
+  create(customer: string, items: LineItem[], idempotencyKey?: string): Order {
+    const earlier = idempotencyKey === undefined ? undefined : this.byKey.get(idempotencyKey);
+    const existing = earlier === undefined ? undefined : this.orders.get(earlier);
+    if (existing) return existing;
     const order = this.add(customer, items);
+    if (idempotencyKey !== undefined) {
+      this.byKey.set(idempotencyKey, order.id);
+      // Bounded as the orders are: the oldest keys go first.
+      if (this.byKey.size > MAX_ORDERS) this.byKey.delete(this.byKey.keys().next().value!);
+    }
     this.created.emit('order', order);
     return order;
   }

@@ -3,16 +3,24 @@
 // Connect and gRPC-Web go over HTTP/1.1, as browsers and their proxies send
 // them, REST over a pool of keep-alive connections; only gRPC holds one
 // long-lived HTTP/2 connection, which is what pins it to one pod behind a
-// connection-level balancer.
+// connection-level balancer. tRPC goes as a web app's browser sends it:
+// httpBatchLink, the procedures a page asks for at once in one request.
 import http from 'node:http';
 import { ConnectError, createClient, type CallOptions, type Client, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import { OrderService } from './gen/order/v1/order_pb.ts';
 import { grpcCodeName, type GrpcCodeName } from './grpc-code-names.ts';
 import { codeFromHttpStatus } from './grpc-http-status.ts';
+import { TRPC_PREFIX, type OrderTrpcRouter } from './order-trpc-router.ts';
+import { grpcCodeFromTrpc } from './trpc-codes.ts';
 
+/** The storefront's protocols, which its migration moves between. */
+export type StorefrontProtocol = 'rest' | 'grpc' | 'connect' | 'grpc_web';
 /** The sidecar's `protocol` label values. */
-export type StoryProtocol = 'rest' | 'grpc' | 'connect' | 'grpc_web';
+export type StoryProtocol = StorefrontProtocol | 'trpc';
+/** Protocols whose calls carry a deadline header the sidecar reads. */
+export const GRPC_FAMILY: readonly StoryProtocol[] = ['grpc', 'connect', 'grpc_web'];
 export type StoryOperation = 'GetOrder' | 'ListOrders' | 'CreateOrder' | 'WatchOrders';
 
 export interface StoryCall {
@@ -134,7 +142,7 @@ export function restCaller(baseUrl: string): StoryCaller {
         case 'CreateOrder':
           method = 'POST';
           path = '/v1/orders';
-          body = JSON.stringify({ customer: 'acme', items: [{ sku: 'sku-cable', quantity: 2, unitPriceCents: '499' }] });
+          body = JSON.stringify(CREATE);
           break;
       }
       const deadline = c.deadlineMs === undefined ? undefined : AbortSignal.timeout(c.deadlineMs);
@@ -153,5 +161,67 @@ export function restCaller(baseUrl: string): StoryCaller {
       });
     },
     close: () => pool.forEach((a) => a.destroy()),
+  };
+}
+
+/** The create every client sends: two cables for acme. */
+const CREATE = { customer: 'acme', items: [{ sku: 'sku-cable', quantity: 2, unitPriceCents: '499' }] };
+
+export interface TrpcCaller {
+  /**
+   * The procedures of one page, asked at once: httpBatchLink sends the queries
+   * as one batch (`order.getOrder,order.getOrder?batch=1`), a mutation as a
+   * request of its own. One outcome per call, in order. tRPC has no deadline
+   * header: the client gives up at the page's longest deadline.
+   */
+  page(calls: readonly StoryCall[], signal: AbortSignal): Promise<CallOutcome[]>;
+  close(): void;
+}
+
+export function trpcCaller(baseUrl: string): TrpcCaller {
+  return {
+    async page(calls, signal) {
+      const deadlineMs = Math.max(0, ...calls.map((c) => c.deadlineMs ?? 0));
+      const deadline = deadlineMs > 0 ? AbortSignal.timeout(deadlineMs) : undefined;
+      const callSignal = deadline ? AbortSignal.any([signal, deadline]) : signal;
+      let pod = '';
+      // A client per page: its fetch sees the batch's answer, whose x-pod is every procedure's.
+      const client = createTRPCClient<OrderTrpcRouter>({
+        links: [
+          httpBatchLink({
+            url: `${baseUrl}${TRPC_PREFIX}`,
+            headers: () => Object.assign({}, ...calls.map((c) => c.headers ?? {})) as Record<string, string>,
+            fetch: async (url, init) => {
+              const res = await fetch(url, init);
+              pod ||= res.headers.get('x-pod') ?? '';
+              return res;
+            },
+          }),
+        ],
+      });
+      const one = async (c: StoryCall): Promise<CallOutcome> => {
+        try {
+          switch (c.operation) {
+            case 'GetOrder':
+              await client.order.getOrder.query({ id: c.id ?? '' }, { signal: callSignal });
+              break;
+            case 'ListOrders':
+            case 'WatchOrders':
+              await client.order.listOrders.query({ pageSize: c.pageSize ?? 20, customer: '' }, { signal: callSignal });
+              break;
+            case 'CreateOrder':
+              await client.order.createOrder.mutate(CREATE, { signal: callSignal });
+              break;
+          }
+          return { code: 'OK', pod };
+        } catch (err) {
+          const code = err instanceof TRPCClientError ? (err.data as { code?: string } | undefined)?.code : undefined;
+          if (code !== undefined) return { code: grpcCodeFromTrpc(code), pod };
+          return { code: deadline?.aborted ? 'DEADLINE_EXCEEDED' : signal.aborted ? 'CANCELLED' : 'UNAVAILABLE', pod };
+        }
+      };
+      return Promise.all(calls.map(one));
+    },
+    close: () => {},
   };
 }

@@ -8,8 +8,8 @@ import { maxOverMean, type StoryTimeline } from './story-traffic.ts';
 export const INBOUND = { direction: 'inbound' } as const;
 /** The skew past which the pods' load counts as pinned (the rules' alert threshold). */
 export const SKEW_THRESHOLD = 1.5;
-export const PROTOCOL_NAMES: Record<string, string> = { rest: 'REST', grpc: 'gRPC', connect: 'Connect', grpc_web: 'gRPC-Web' };
-const PROTOCOL_ORDER = ['rest', 'grpc', 'connect', 'grpc_web'];
+export const PROTOCOL_NAMES: Record<string, string> = { rest: 'REST', grpc: 'gRPC', connect: 'Connect', grpc_web: 'gRPC-Web', trpc: 'tRPC' };
+const PROTOCOL_ORDER = ['rest', 'grpc', 'connect', 'grpc_web', 'trpc'];
 
 /** `order.v1.OrderService/GetOrder` -> `GetOrder`. */
 export const shortOperation = (operation: string): string => operation.slice(operation.lastIndexOf('/') + 1);

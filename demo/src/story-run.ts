@@ -3,11 +3,12 @@
 // port and process it opened is closed before it returns.
 import { writeFile } from 'node:fs/promises';
 import type { DemoArgs } from './demo-args.ts';
-import { BALANCED_CALLER, startDemoFleet, type DemoFleet } from './demo-fleet.ts';
+import { BALANCED_CALLER, SPLIT, startDemoFleet, type DemoFleet } from './demo-fleet.ts';
 import { DRAIN_HOLD, holdDrainOpen } from './drain-hold.ts';
 import { MetricsHistory } from './metrics-history.ts';
 import { startLivePage, type LivePage } from './live-page.ts';
 import { podFigures } from './story-figures.ts';
+import { migrationFigures, renderMigration } from './story-migration.ts';
 import { renderSummary, summarize } from './story-summary.ts';
 import { startStoryTraffic, storyTimeline } from './story-traffic.ts';
 import { renderLine, renderScreen, type ViewState } from './story-view.ts';
@@ -55,6 +56,7 @@ export async function runStory(args: DemoArgs): Promise<number> {
     ]);
     for (const p of fleet.pods) say(`  ${p.name}  app ${p.app.url}  sidecar ${p.sidecar.url}  admin ${p.sidecar.adminUrl}/metrics`);
     say(`  balancer ${fleet.balancer.url} (one pod per TCP connection, round robin)  outbound sidecar ${fleet.outbound.url} (per call)`);
+    say(`  the pods' sidecars: --split ${SPLIT.operation}=${SPLIT.percent} (transcoded to the pod's gRPC), --shadow ${fleet.shadow.url} (v2, sharing the pods' store)`);
     if (!args.noPage) {
       // The page is a view beside the terminal one: the story goes on without it.
       const started = await startLivePage({ targets: fleet.targets(), log: say }).catch((err: unknown) => ({ missing: `no panel page: ${err instanceof Error ? err.message : String(err)}` }));
@@ -66,7 +68,25 @@ export async function runStory(args: DemoArgs): Promise<number> {
     const traffic = startStoryTraffic({ serviceUrl: fleet.balancer.url, outboundUrl: fleet.outbound.url, timeline });
     const startedMs = Date.now();
     page?.setStart(startedMs, startedMs + timeline.remedyMs);
-    const view: ViewState = { history, timeline, startedMs, pods, outbound: BALANCED_CALLER, pinned: undefined, restarting: undefined, rolledOut: false, rolledOutMs: undefined, pageUrl: page?.url };
+    const podLogs = (): string[] => f.podLogs();
+    page?.setMigration(() => {
+      const m = migrationFigures(history, pods, SPLIT, podLogs(), startedMs, history.latestMs());
+      return { figures: m, lines: renderMigration(m) };
+    });
+    const view: ViewState = {
+      history,
+      timeline,
+      startedMs,
+      pods,
+      outbound: BALANCED_CALLER,
+      pinned: undefined,
+      restarting: undefined,
+      rolledOut: false,
+      rolledOutMs: undefined,
+      pageUrl: page?.url,
+      split: SPLIT,
+      podLogs,
+    };
     stopping.signal.addEventListener('abort', () => traffic.stop(), { once: true });
     // Ctrl-C while the page was being prepared.
     if (stopping.signal.aborted) traffic.stop();
@@ -113,7 +133,7 @@ export async function runStory(args: DemoArgs): Promise<number> {
     await settle(history);
     if (tty) out.write('\x1b[?25h\n');
 
-    const summary = summarize({ history, tallies, timeline, startedMs, pods, outbound: BALANCED_CALLER, rolledOutMs: view.rolledOutMs });
+    const summary = summarize({ history, tallies, timeline, startedMs, pods, outbound: BALANCED_CALLER, rolledOutMs: view.rolledOutMs, split: SPLIT, podLogs: podLogs() });
     out.write(`\n${renderSummary(summary)}\n`);
     if (page) out.write(`\nThe panel page was ${page.url}; it stops with the demo.\n`);
     if (args.summaryJson) await writeFile(args.summaryJson, `${JSON.stringify(summary, null, 2)}\n`);

@@ -2,7 +2,9 @@
 // /metrics) beside what the traffic script did (its own tallies of every call),
 // as text for the reader and as JSON for a test.
 import type { MetricsHistory } from './metrics-history.ts';
-import { balancedFigures, edgeFigures, podFigures, protocolRows, PROTOCOL_NAMES, sum, type ProtocolRow } from './story-figures.ts';
+import { GRPC_FAMILY } from './story-callers.ts';
+import { balancedFigures, edgeFigures, podFigures, protocolRows, PROTOCOL_NAMES, shortOperation, sum, type ProtocolRow } from './story-figures.ts';
+import { migrationFigures, renderMigration, type MigrationFigures } from './story-migration.ts';
 import { callsPerPod, maxOverMean, type CallTally, type StoryTimeline } from './story-traffic.ts';
 import { bytes, ms, pct } from './story-view.ts';
 
@@ -16,6 +18,8 @@ export interface StorySummary {
     comparison: Array<Pick<ProtocolRow, 'protocol' | 'calls' | 'p50' | 'p99' | 'errorRatio' | 'responseBytes'>>;
     /** ListOrders' mean response per protocol: the 1,000-order list. */
     listBytes: Record<string, number>;
+    /** Calls per operation and protocol over the run: tRPC's procedures under their gRPC and REST twins' operation. */
+    calls: Record<string, Record<string, number>>;
     pinned: { pod: string; shareBefore: number; skewBefore: number; skewAfter: number; shareAfter: number };
     /** The pinned and the healed stretches, in s from the start; the rollout's end, or null when the run ended first. */
     windows: { before: [number, number]; after: [number, number]; rolledOutS: number | null };
@@ -25,6 +29,8 @@ export interface StorySummary {
     goawaysSent: number;
     deadlineMisses: number;
     withoutDeadline: number;
+    /** The rehearsal: the split's transcoded calls and the shadow's comparisons. */
+    migration: MigrationFigures;
   };
   script: {
     /**
@@ -43,6 +49,13 @@ export interface StorySummary {
     withoutDeadline: number;
     /** Of those, the ones a pod answered. */
     withoutDeadlineAnswered: number;
+    /** REST calls of the split operation (the storefront's), and those a pod answered. */
+    splitRestCalls: number;
+    splitRestAnswered: number;
+    /** Calls per protocol. */
+    byProtocol: Record<string, number>;
+    /** Calls per operation and protocol, and those a pod answered. */
+    byOperation: Record<string, Record<string, { calls: number; answered: number }>>;
     calls: number;
   };
 }
@@ -56,6 +69,10 @@ export interface SummaryInput {
   outbound: string;
   /** When the last pod's sidecar came back with the remedy (epoch ms); undefined when the run ended first. */
   rolledOutMs: number | undefined;
+  /** The pods' sidecars' --split. */
+  split: { operation: string; percent: number };
+  /** stderr of every pod's sidecar, for the shadow's logged differences. */
+  podLogs: readonly string[];
 }
 
 /**
@@ -103,6 +120,7 @@ export function summarize(i: SummaryInput): StorySummary {
     timeline.before,
     'storefront',
   );
+  const splitRest = tallies.filter((t) => t.protocol === 'rest' && t.operation === shortOperation(i.split.operation));
   const scriptPinned = Object.entries(grpcBefore).sort((x, y) => y[1] - x[1])[0]?.[0] ?? '';
   const pinnedPod = before.top;
   const shareOf = (f: typeof before, pod: string): number => f.rows.find((r) => r.pod === pod)?.share ?? 0;
@@ -113,7 +131,9 @@ export function summarize(i: SummaryInput): StorySummary {
       comparison: rows
         .filter((r) => r.operation === COMPARED_OPERATION)
         .map(({ protocol, calls, p50, p99, errorRatio, responseBytes }) => ({ protocol, calls, p50, p99, errorRatio, responseBytes })),
-      listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders').map((r) => [r.protocol, r.responseBytes])),
+      // The storefront's list only: the web app's tRPC pages list 20 orders.
+      listBytes: Object.fromEntries(rows.filter((r) => r.operation === 'ListOrders' && r.protocol !== 'trpc').map((r) => [r.protocol, r.responseBytes])),
+      calls: rows.reduce<Record<string, Record<string, number>>>((o, r) => (((o[r.operation] ??= {})[r.protocol] = r.calls), o), {}),
       pinned: { pod: pinnedPod, shareBefore: shareOf(before, pinnedPod), skewBefore: before.skew, skewAfter: after.skew, shareAfter: shareOf(after, pinnedPod) },
       windows: {
         before: [timeline.before[0] / 1000, timeline.before[1] / 1000],
@@ -125,6 +145,7 @@ export function summarize(i: SummaryInput): StorySummary {
       goawaysSent: edges.goawaysSent,
       deadlineMisses: sum(edges.deadlineMisses),
       withoutDeadline: edges.withoutDeadline,
+      migration: migrationFigures(h, i.pods, i.split, i.podLogs, startedMs, end),
     },
     script: {
       comparison: scriptComparison,
@@ -134,8 +155,17 @@ export function summarize(i: SummaryInput): StorySummary {
       balancedSkew: maxOverMean(Object.values(callsPerPod(scriptSteady, i.pods, [0, Infinity], 'backoffice'))),
       deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
       cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,
-      withoutDeadline: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline).length,
-      withoutDeadlineAnswered: tallies.filter((t) => t.protocol !== 'rest' && !t.deadline && t.pod !== '').length,
+      withoutDeadline: tallies.filter((t) => GRPC_FAMILY.includes(t.protocol) && !t.deadline).length,
+      withoutDeadlineAnswered: tallies.filter((t) => GRPC_FAMILY.includes(t.protocol) && !t.deadline && t.pod !== '').length,
+      splitRestCalls: splitRest.length,
+      splitRestAnswered: splitRest.filter((t) => t.pod !== '').length,
+      byProtocol: tallies.reduce<Record<string, number>>((o, t) => ((o[t.protocol] = (o[t.protocol] ?? 0) + 1), o), {}),
+      byOperation: tallies.reduce<Record<string, Record<string, { calls: number; answered: number }>>>((o, t) => {
+        const c = ((o[t.operation] ??= {})[t.protocol] ??= { calls: 0, answered: 0 });
+        c.calls++;
+        if (t.pod !== '') c.answered++;
+        return o;
+      }, {}),
       calls: tallies.length,
     },
   };
@@ -167,6 +197,10 @@ export function renderSummary(s: StorySummary): string {
   const list = Object.entries(r.listBytes).map(([p, b]) => `${PROTOCOL_NAMES[p] ?? p} ${bytes(b)}`);
   if (list.length) out.push(`  ListOrders, the 1,000-order list: ${list.join(', ')} per response`);
   out.push('  (p50/p99 come from the latency histogram\'s buckets, so close values share a bucket edge; response is the mean body per call, errors included)');
+  out.push('');
+  out.push('Migration rehearsal on the pods\' sidecars, as rpcscope measured it:');
+  for (const line of renderMigration(r.migration)) out.push(`  ${line}`);
+  out.push(`  (script: ${s.script.splitRestCalls} REST ${shortOperation(r.migration.split.operation)} calls, ${s.script.splitRestAnswered} answered by a pod; ${s.script.byProtocol.trpc ?? 0} tRPC calls by the web app)`);
   out.push('');
   const w = r.windows;
   const span = (x: [number, number]): string => `${Math.round(x[0])}–${Math.round(x[1])} s`;

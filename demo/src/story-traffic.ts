@@ -4,17 +4,32 @@
 // gRPC takes over (Connect and gRPC-Web alongside). gRPC's one long-lived
 // HTTP/2 connection sits on one pod, so the migration pins that pod. A
 // back-office app calls the same pods through its outbound sidecar, which
-// balances every call. Every call is tallied here as its client saw it, so
-// the figures rpcscope shows can be checked against what was done.
+// balances every call. A web app (full-stack TypeScript) asks the same
+// operations over tRPC, several procedures a page in one batch. Every call is
+// tallied here as its client saw it, so the figures rpcscope shows can be
+// checked against what was done.
 import { setMaxListeners } from 'node:events';
-import { FAIL_CODE_HEADER, DELAY_HEADER } from './order-operations.ts';
+import { FAIL_CODE_HEADER, DELAY_HEADER, IDEMPOTENCY_HEADER } from './order-operations.ts';
 import { seededRandom } from './seeded-random.ts';
 import { sleep } from './sleep.ts';
-import { connectCaller, grpcCaller, grpcWebCaller, restCaller, type StoryCall, type StoryCaller, type StoryOperation, type StoryProtocol } from './story-callers.ts';
+import {
+  connectCaller,
+  GRPC_FAMILY,
+  grpcCaller,
+  grpcWebCaller,
+  restCaller,
+  trpcCaller,
+  type CallOutcome,
+  type StoryCall,
+  type StoryCaller,
+  type StorefrontProtocol,
+  type StoryOperation,
+  type StoryProtocol,
+} from './story-callers.ts';
 import type { GrpcCodeName } from './grpc-code-names.ts';
 
-export type StoryClient = 'storefront' | 'backoffice';
-export const STORY_PROTOCOLS: readonly StoryProtocol[] = ['rest', 'grpc', 'connect', 'grpc_web'];
+export type StoryClient = 'storefront' | 'backoffice' | 'webapp';
+export const STORY_PROTOCOLS: readonly StorefrontProtocol[] = ['rest', 'grpc', 'connect', 'grpc_web'];
 
 /** The moments of a run of `durationMs`, in ms from its start. */
 export interface StoryTimeline {
@@ -43,7 +58,7 @@ export function storyTimeline(durationMs: number): StoryTimeline {
 }
 
 /** The storefront's share of calls per protocol at `t` ms: REST 80 % falling to 10 %, gRPC 10 % rising to 70 %. */
-export function protocolShares(t: number, timeline: StoryTimeline): Record<StoryProtocol, number> {
+export function protocolShares(t: number, timeline: StoryTimeline): Record<StorefrontProtocol, number> {
   const p = Math.min(1, Math.max(0, t / timeline.migratedMs));
   const rest = 0.8 - 0.7 * p;
   const grpc = 0.1 + 0.6 * p;
@@ -94,6 +109,25 @@ const BACKOFFICE: Scenario[] = [
   { name: 'create', weight: 20, call: () => ({ operation: 'CreateOrder', deadlineMs: 2000 }) },
 ];
 
+/**
+ * The web app's pages, each the procedures it asks for at once: an order with
+ * two related ones (now and then one that does not exist, so the batch is
+ * mixed), a page of orders beside one order, or a create on its own.
+ */
+const WEBAPP: Array<{ name: string; weight: number; calls: (r: () => number) => StoryCall[] }> = [
+  { name: 'get', weight: 50, calls: (r) => [0, 1, 2].map(() => ({ operation: 'GetOrder', id: fullOrderId(r), deadlineMs: 1000 })) },
+  {
+    name: 'get-missing',
+    weight: 10,
+    calls: (r) => [
+      { operation: 'GetOrder', id: fullOrderId(r), deadlineMs: 1000 },
+      { operation: 'GetOrder', id: `ord-9${String(Math.floor(r() * 1e5)).padStart(5, '0')}`, deadlineMs: 1000 },
+    ],
+  },
+  { name: 'list', weight: 15, calls: (r) => [{ operation: 'ListOrders', pageSize: 20, deadlineMs: 1000 }, { operation: 'GetOrder', id: fullOrderId(r), deadlineMs: 1000 }] },
+  { name: 'create', weight: 25, calls: () => [{ operation: 'CreateOrder', deadlineMs: 2000 }] },
+];
+
 function pickWeighted<T extends { weight: number }>(items: readonly T[], r: () => number): T {
   const total = items.reduce((s, i) => s + i.weight, 0);
   let at = r() * total;
@@ -111,6 +145,8 @@ export interface StoryOptions {
   storefrontRps?: number;
   /** Back-office calls per second; default 8. */
   backofficeRps?: number;
+  /** Web app pages per second (tRPC, one to three procedures each); default 3. */
+  webappPps?: number;
   seed?: number;
 }
 
@@ -119,13 +155,14 @@ const MAX_IN_FLIGHT = 64;
 
 export function startStoryTraffic(opts: StoryOptions): StoryTraffic {
   const random = seededRandom(opts.seed ?? 13);
-  const storefront: Record<StoryProtocol, StoryCaller> = {
+  const storefront: Record<StorefrontProtocol, StoryCaller> = {
     rest: restCaller(opts.serviceUrl),
     grpc: grpcCaller(opts.serviceUrl),
     connect: connectCaller(opts.serviceUrl),
     grpc_web: grpcWebCaller(opts.serviceUrl),
   };
   const backoffice = grpcCaller(opts.outboundUrl);
+  const webapp = trpcCaller(opts.serviceUrl);
   const stopped = new AbortController();
   // Every call in flight listens to it.
   setMaxListeners(0, stopped.signal);
@@ -134,24 +171,34 @@ export function startStoryTraffic(opts: StoryOptions): StoryTraffic {
   const started = performance.now();
   const since = (): number => performance.now() - started;
 
-  const launch = (client: StoryClient, protocol: StoryProtocol, scenario: Scenario): void => {
-    const call = scenario.call(random);
-    const running = (client === 'storefront' ? storefront[protocol] : backoffice)
-      .call(call, stopped.signal)
-      .then((outcome) => {
-        tallies.push({
-          endedMs: Math.round(since()),
-          client,
-          protocol,
-          operation: call.operation,
-          scenario: scenario.name,
-          code: outcome.code,
-          pod: outcome.pod,
-          deadline: protocol !== 'rest' && call.deadlineMs !== undefined,
-        });
-      })
-      .finally(() => inFlight.delete(running));
-    inFlight.add(running);
+  let creates = 0;
+  /** Every create carries a key of its own: the shadow's mirrored create then finds the order the pod made. */
+  const keyed = (call: StoryCall): StoryCall => (call.operation === 'CreateOrder' ? { ...call, headers: { ...call.headers, [IDEMPOTENCY_HEADER]: `story-${++creates}` } } : call);
+  const tally = (client: StoryClient, protocol: StoryProtocol, scenario: string, call: StoryCall, outcome: CallOutcome): void => {
+    tallies.push({
+      endedMs: Math.round(since()),
+      client,
+      protocol,
+      operation: call.operation,
+      scenario,
+      code: outcome.code,
+      pod: outcome.pod,
+      deadline: GRPC_FAMILY.includes(protocol) && call.deadlineMs !== undefined,
+    });
+  };
+  const track = (running: Promise<void>): void => {
+    const tracked = running.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  };
+
+  const launch = (client: StoryClient, protocol: StorefrontProtocol, scenario: Scenario): void => {
+    const call = keyed(scenario.call(random));
+    track((client === 'storefront' ? storefront[protocol] : backoffice).call(call, stopped.signal).then((outcome) => tally(client, protocol, scenario.name, call, outcome)));
+  };
+
+  const launchPage = (page: (typeof WEBAPP)[number]): void => {
+    const calls = page.calls(random).map(keyed);
+    track(webapp.page(calls, stopped.signal).then((outcomes) => outcomes.forEach((o, i) => tally('webapp', 'trpc', page.name, calls[i]!, o))));
   };
 
   const schedule = async (rps: number, next: () => void): Promise<void> => {
@@ -164,7 +211,7 @@ export function startStoryTraffic(opts: StoryOptions): StoryTraffic {
     }
   };
 
-  const pickProtocol = (): StoryProtocol => {
+  const pickProtocol = (): StorefrontProtocol => {
     const shares = protocolShares(since(), opts.timeline);
     return pickWeighted(STORY_PROTOCOLS.map((p) => ({ p, weight: shares[p] })), random).p;
   };
@@ -177,9 +224,10 @@ export function startStoryTraffic(opts: StoryOptions): StoryTraffic {
         launch('storefront', protocol, pickWeighted(scenarios, random));
       }),
       schedule(opts.backofficeRps ?? 8, () => launch('backoffice', 'grpc', pickWeighted(BACKOFFICE, random))),
+      schedule(opts.webappPps ?? 3, () => launchPage(pickWeighted(WEBAPP, random))),
     ]);
     await Promise.all(inFlight);
-    for (const caller of [...Object.values(storefront), backoffice]) caller.close();
+    for (const caller of [...Object.values(storefront), backoffice, webapp]) caller.close();
     return tallies;
   })();
 

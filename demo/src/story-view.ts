@@ -11,6 +11,7 @@ import {
   SKEW_THRESHOLD,
   sum,
 } from './story-figures.ts';
+import { migrationFigures, renderMigration } from './story-migration.ts';
 import { protocolShares, type StoryTimeline } from './story-traffic.ts';
 
 /** Latency and rate windows: long enough to hold a p99, short enough to follow the story. */
@@ -44,6 +45,9 @@ export interface ViewState {
   /** When the rollout ended (epoch ms). */
   rolledOutMs: number | undefined;
   pageUrl: string | undefined;
+  /** The pods' sidecars' --split, and their stderr so far (the shadow's logged differences). */
+  split: { operation: string; percent: number };
+  podLogs: () => readonly string[];
 }
 
 const BOLD = '\x1b[1m';
@@ -103,6 +107,10 @@ export function renderScreen(s: ViewState, color: boolean): string {
   out.push(`balanced client (outbound sidecar, round_robin per call): skew ${balanced.skew.toFixed(2)}, rpcscope_load_skew_ratio ${Number.isFinite(balanced.loadSkew) ? balanced.loadSkew.toFixed(2) : '–'}`);
   out.push('');
 
+  out.push(c(BOLD, 'migration rehearsal') + c(DIM, '  (pods\' sidecars, since the start)'));
+  out.push(...renderMigration(migrationFigures(s.history, s.pods, s.split, s.podLogs(), s.startedMs, now)));
+  out.push('');
+
   const edges = edgeFigures(s.history, s.startedMs, now, s.pods);
   const resets = Object.entries(edges.resets)
     .filter(([, n]) => n > 0)
@@ -128,6 +136,7 @@ export function renderLine(s: ViewState): string {
   const top = pods.rows.find((p) => p.pod === pods.top);
   const balanced = balancedFigures(s.history, s.outbound, now - RATE_WINDOW_MS, now);
   const edges = edgeFigures(s.history, s.startedMs, now, s.pods);
+  const m = migrationFigures(s.history, s.pods, s.split, [], s.startedMs, now);
   return [
     `[${String(Math.round(t / 1000)).padStart(3)} s]`,
     `GetOrder p99 ${p99 || '–'}`,
@@ -136,5 +145,7 @@ export function renderLine(s: ViewState): string {
     `resets ${sum(edges.resets)}`,
     `deadline misses ${sum(edges.deadlineMisses)}`,
     `no deadline ${edges.withoutDeadline}`,
+    `split ${Math.round(m.split.transcoded)}/${Math.round(m.split.restCalls)} transcoded`,
+    `shadow ${Math.round(m.shadow.match)} match ${Math.round(m.shadow.mismatch)} mismatch`,
   ].join(' | ');
 }

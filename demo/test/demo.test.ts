@@ -50,7 +50,7 @@ after(() => rm(dir, { recursive: true, force: true }));
 test('the demo exits 0 with the summary only, and leaves no process behind', async () => {
   assert.equal(code, 0, stderr);
   assert.match(stdout, /^\nrpcscope demo: 2\d s, \d+ calls by the traffic script\n/);
-  for (const heading of ['GetOrder by protocol', 'gRPC against REST:', 'Pinned pod: ', 'after --max-connection-age 1s (rolled out by ', 'Balanced client:', 'Resets by side and code:', 'Deadline misses:']) {
+  for (const heading of ['GetOrder by protocol', 'gRPC against REST:', 'Migration rehearsal', 'split (--split order.v1.OrderService/GetOrder=30): ', 'shadow (--shadow to v2): ', 'v2 differs in GetOrder: ', 'Pinned pod: ', 'after --max-connection-age 1s (rolled out by ', 'Balanced client:', 'Resets by side and code:', 'Deadline misses:']) {
     assert.ok(stdout.includes(heading), `the summary has "${heading}":\n${stdout}`);
   }
   assert.deepEqual(await processesMarked(mark), []);
@@ -58,7 +58,7 @@ test('the demo exits 0 with the summary only, and leaves no process behind', asy
 
 test('GetOrder compared over every protocol: the calls the sidecars counted are the calls the script made', () => {
   const protocols = summary.rpcscope.comparison.map((c) => c.protocol).sort();
-  assert.deepEqual(protocols, ['connect', 'grpc', 'grpc_web', 'rest']);
+  assert.deepEqual(protocols, ['connect', 'grpc', 'grpc_web', 'rest', 'trpc']);
   for (const c of summary.rpcscope.comparison) {
     const { calls: made, answered } = summary.script.comparison[c.protocol]!;
     // Every call a pod answered went through its sidecar, so it is counted (the
@@ -95,4 +95,37 @@ test('resets, deadline misses and calls without a deadline follow what the scrip
   assert.ok(r.deadlineMisses > 0 && summary.script.deadlineMisses > 0, `deadline misses: rpcscope ${r.deadlineMisses}, script ${summary.script.deadlineMisses}`);
   const { withoutDeadline, withoutDeadlineAnswered } = summary.script;
   assert.ok(r.withoutDeadline >= withoutDeadlineAnswered && r.withoutDeadline <= withoutDeadline, `without a deadline: rpcscope ${r.withoutDeadline}; the script made ${withoutDeadline}, of which pods answered ${withoutDeadlineAnswered}`);
+});
+
+test("tRPC procedures are counted under their gRPC twins' operations, one call per procedure of a batch", () => {
+  for (const operation of ['GetOrder', 'ListOrders', 'CreateOrder']) {
+    const counted = summary.rpcscope.calls[operation] ?? {};
+    assert.ok((counted.grpc ?? 0) > 0, `${operation} has gRPC calls: ${JSON.stringify(counted)}`);
+    const { calls: made, answered } = summary.script.byOperation[operation]?.trpc ?? { calls: 0, answered: 0 };
+    const trpc = counted.trpc ?? 0;
+    // The web app's pages batch two or three procedures in one request: each counts.
+    assert.ok(trpc > 0 && trpc >= answered && trpc <= made, `${operation}: rpcscope counted ${trpc} tRPC calls; the script made ${made}, of which pods answered ${answered}`);
+  }
+});
+
+test('the split sends its share of REST GetOrder calls to gRPC through the transcoder', () => {
+  const { split } = summary.rpcscope.migration;
+  assert.ok(split.transcoded > 0, `transcoded ${split.transcoded} of ${split.restCalls}`);
+  // Counted, not random: floor(n × 30 %) of each sidecar process's n calls (three pods, each restarted once).
+  assert.ok(split.transcoded <= split.restCalls * 0.3 + 0.01 && split.transcoded >= split.restCalls * 0.3 - 6, `transcoded ${split.transcoded} of ${split.restCalls} REST GetOrder calls`);
+  assert.ok(split.restCalls >= summary.script.splitRestAnswered && split.restCalls <= summary.script.splitRestCalls, `REST GetOrder: rpcscope ${split.restCalls}; script ${summary.script.splitRestCalls}, answered ${summary.script.splitRestAnswered}`);
+});
+
+test('the shadow finds v2 answering GetOrder differently for some orders, and the log names the field', () => {
+  const { shadow } = summary.rpcscope.migration;
+  assert.ok(shadow.match > 0 && shadow.mismatch > 0, `shadow: ${shadow.match} match, ${shadow.mismatch} mismatch, ${shadow.error} error`);
+  const get = shadow.byOperation.GetOrder;
+  // v2 differs for shipped orders only: a quarter of the full ones.
+  assert.ok(get && get.match > 0 && get.mismatch > 0, `GetOrder: ${JSON.stringify(get)}`);
+  const d = shadow.differences.GetOrder;
+  assert.ok(d, `a "shadow answer differs" warning for GetOrder: ${JSON.stringify(shadow.differences)}`);
+  // REST answers name the JSON path; gRPC answers, compared byte for byte, a byte offset.
+  assert.ok(d.fields.some((f) => f === '$.carrier' || /^body \(byte \d+\)$/.test(f)), `fields ${d.fields.join(', ')}`);
+  if (d.field === '$.carrier') assert.deepEqual([d.primary, d.shadow], ['"united-parcel-ground"', '"ups-ground"']);
+  assert.ok(stdout.includes(`v2 differs in GetOrder: ${d.field} `), stdout);
 });

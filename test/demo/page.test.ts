@@ -83,6 +83,9 @@ test('the three modes show live values: the protocols table, before/after rows, 
   const headers = await protocols.locator('thead th').allTextContents();
   assert.ok(headers.includes('RESTbaseline') && headers.includes('gRPC'), `protocol columns: ${headers.join(', ')}`);
   assert.match((await protocols.locator('td[data-protocol="grpc"][data-metric="p99"]').first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
+  // The web app's tRPC procedures share the operations of their gRPC twins: a column beside them.
+  assert.ok(headers.some((h) => /trpc/i.test(h)), `a tRPC column: ${headers.join(', ')}`);
+  assert.match((await protocols.locator('td[data-protocol="trpc"][data-metric="p99"]').first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
 
   // The pinned pod first: the remedy at 24 s ends the pinning.
   const pods = await frameOf('pods', 2);
@@ -99,6 +102,24 @@ test('the three modes show live values: the protocols table, before/after rows, 
 
   await page.screenshot({ path: join(ARTIFACTS, 'page.png'), fullPage: true });
   for (const mode of ['protocols', 'beforeAfter']) await page.locator(`#${mode}`).screenshot({ path: join(ARTIFACTS, `${mode}.png`) });
+});
+
+test('the migration block shows the split and the shadow at work', async () => {
+  const block = page.locator('#migration');
+  // Refreshed every 2 s from the sidecars; by now the split and the shadow have had many calls.
+  await page.waitForFunction(
+    () => {
+      const d = (globalThis as unknown as { document: { getElementById(id: string): { dataset: Record<string, string | undefined> } | null } }).document.getElementById('migration')?.dataset;
+      return Number(d?.transcoded ?? 0) > 0 && Number(d?.match ?? 0) > 0 && Number(d?.mismatch ?? 0) > 0 && (d?.fields ?? '') !== '';
+    },
+    undefined,
+    { timeout: 30_000 },
+  );
+  const text = (await block.textContent()) ?? '';
+  assert.match(text, /split \(--split order\.v1\.OrderService\/GetOrder=30\): [1-9]\d* of \d+ REST GetOrder calls/);
+  assert.match(text, /shadow \(--shadow to v2\): [1-9]\d* match, [1-9]\d* mismatch/);
+  assert.match(text, /v2 differs in GetOrder: /);
+  await block.screenshot({ path: join(ARTIFACTS, 'migration.png') });
 });
 
 test('after the rollout of --max-connection-age the pods mode shows no pinned pod', async () => {
