@@ -55,9 +55,9 @@ async function startApp(): Promise<{ url: string; close(): void }> {
 /** How a call ended: its right answer, or the error its client saw. */
 type Outcome = { ok: true } | { ok: false; error: string };
 
-function grpcUnary(client: grpc.Client, text: string, options: grpc.CallOptions = {}): Promise<Outcome> {
+function grpcUnary(client: grpc.Client, text: string): Promise<Outcome> {
   return new Promise((resolve) => {
-    client.makeUnaryRequest('/test.Echo/Unary', raw, raw, Buffer.from(text), new grpc.Metadata(), options, (err, value) => {
+    client.makeUnaryRequest('/test.Echo/Unary', raw, raw, Buffer.from(text), (err, value) => {
       if (err) resolve({ ok: false, error: `grpc ${grpc.status[err.code]}` });
       else resolve(value?.toString() === text ? { ok: true } : { ok: false, error: `wrong echo ${value?.toString()}` });
     });
@@ -168,11 +168,12 @@ describe('the sidecar killed (SIGKILL) under load and restarted on its port, the
 
     sc = await startSidecarProcess(['--listen', `127.0.0.1:${port}`, '--upstream', app.url, '--upstream-protocol', 'http2', '--log-level', 'info']);
     assert.equal(sc.port, port);
-    // The crashed-on grpc-js channel reconnects by itself (waitForReady rides out its backoff); HTTP clients open new connections.
+    // The grpc-js channel that saw the crash reconnects by itself, once its backoff allows; HTTP clients open new connections.
+    await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 60_000, (err) => (err ? reject(err) : resolve())));
     const session2 = http2.connect(sc.url);
     session2.on('error', () => {});
     const after = await Promise.all([
-      ...Array.from({ length: 50 }, (_, i) => grpcUnary(client, `after ${i}`, { waitForReady: true, deadline: Date.now() + 60_000 })),
+      ...Array.from({ length: 50 }, (_, i) => grpcUnary(client, `after ${i}`)),
       ...Array.from({ length: 50 }, (_, i) => restH1(agent, port, `after-${i}`)),
       ...Array.from({ length: 50 }, (_, i) => restH2(session2, `after-${i}`)),
     ]);

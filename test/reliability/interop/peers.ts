@@ -57,7 +57,8 @@ export function buildGo(): string {
     const partial = `${binary}.${process.pid}`;
     const r = spawnSync('go', ['build', '-o', partial, '.'], {
       cwd: HERE,
-      env: { ...process.env, GO111MODULE: 'off', GOPATH, GOFLAGS: '' },
+      // Its own build cache unless one is set: a test run may have no HOME.
+      env: { ...process.env, GO111MODULE: 'off', GOPATH, GOFLAGS: '', GOCACHE: process.env.GOCACHE ?? join(dir, 'gocache') },
       encoding: 'utf8',
     });
     if (r.error || r.status !== 0) throw new Error(`building interop-go failed: ${r.error?.message ?? r.stderr}`);
