@@ -86,7 +86,10 @@ export function describeInterop(client: Peer, server: Peer): void {
     }
 
     it('counts each proxied call once, with the code its client saw, and none still active', async () => {
-      const m = parseExposition(await (await fetch(`${sc.adminUrl}/metrics`)).text());
+      // A call is counted once both its sides have closed, which may be a moment after its client and server are done.
+      const scrape = async (): Promise<ReturnType<typeof parseExposition>> => parseExposition(await (await fetch(`${sc.adminUrl}/metrics`)).text());
+      let m = await scrape();
+      for (const end = Date.now() + 10_000; sum(m, 'rpcscope_calls_active', {}) > 0 && Date.now() < end; m = await scrape()) await sleep(50);
       const codes = ['OK', 'FAILED_PRECONDITION', 'DEADLINE_EXCEEDED', 'CANCELLED'].map((code) => [code, sum(m, 'rpcscope_calls_total', { protocol: 'grpc', code })]);
       assert.deepEqual(codes, [
         ['OK', 2],
