@@ -29,6 +29,8 @@ export const PROGRAMS = [
   { program: 'h2load', pkg: 'nghttp2-client', env: undefined }, // test/acceptance/relay-equivalence.test.ts
   // A gRPC C-core server for interop (sidecar/test/support/server-process.ts): a python3 that imports grpc.
   { program: 'python3', pkg: 'python3-grpcio', env: 'RPCSCOPE_PYTHON_GRPCIO', module: 'grpc' },
+  // grpc-go for interop (test/reliability/interop/peers.ts): go, and Debian's grpc-go sources, built in GOPATH mode.
+  { program: 'go', pkg: 'golang-go golang-google-grpc-dev', env: undefined, goPackage: 'google.golang.org/grpc' },
 ];
 
 // Debian installs dnsmasq in /usr/sbin, which a non-root user's PATH often lacks.
@@ -54,16 +56,19 @@ export function locate(env = process.env) {
   const dirs = (env.PATH ?? '').split(delimiter).filter(Boolean);
   return PROGRAMS.map((p) => {
     const given = p.env ? env[p.env] : undefined;
-    const usable = (file) => executable(file) && (!p.module || spawnSync(file, ['-c', `import ${p.module}`], { stdio: 'ignore' }).status === 0);
+    const usable = (file) =>
+      executable(file) &&
+      (!p.module || spawnSync(file, ['-c', `import ${p.module}`], { stdio: 'ignore' }).status === 0) &&
+      (!p.goPackage || existsSync(join(env.RPCSCOPE_GOPATH ?? '/usr/share/gocode', 'src', p.goPackage)));
     const found = given ? (usable(given) ? given : undefined) : dirs.map((d) => join(d, p.program)).find(usable);
     return { ...p, path: found };
   });
 }
 
 /** How a program is named to the user: `python3 with grpc` when a module is what is missing. */
-const named = (p) => (p.module ? `${p.program} with ${p.module}` : p.program);
+const named = (p) => (p.module || p.goPackage ? `${p.program} with ${p.module ?? p.goPackage}` : p.program);
 
-const packagesOf = (missing) => [...new Set(missing.map((p) => p.pkg))];
+const packagesOf = (missing) => [...new Set(missing.flatMap((p) => p.pkg.split(' ')))];
 
 /** Whether apt-get can install here: root, Debian or Ubuntu, apt-get on PATH. */
 function canInstall(env) {
