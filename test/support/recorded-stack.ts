@@ -150,7 +150,7 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
 }
 
 /** Calls per second started at the gateway pod of `migration`. */
-const GATEWAY_RPS = 6;
+const GATEWAY_RPS = 4;
 const GATEWAY_MIX: TrafficOptions['mix'] = { rest: 1 };
 
 /** The `migration` pod: its own order service behind a sidecar that translates a share of the REST calls and shadows the rest to a second one. */
