@@ -33,6 +33,7 @@ export interface Config {
   firstByteTimeoutMs: number;
   requestHeadersTimeoutMs: number;
   idleTimeoutMs: number;
+  endpointSeriesTtlMs: number;
   /** 0 means connections are never aged out. */
   maxConnectionAgeMs: number;
   maxConnectionAgeGraceMs: number;
@@ -269,6 +270,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     firstByteTimeoutMs: v.get('first-byte-timeout') as number,
     requestHeadersTimeoutMs: v.get('request-headers-timeout') as number,
     idleTimeoutMs: v.get('idle-timeout') as number,
+    endpointSeriesTtlMs: v.get('endpoint-series-ttl') as number,
     maxConnectionAgeMs: v.get('max-connection-age') as number,
     maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,

@@ -41,6 +41,7 @@ export const SETTINGS = [
   { flag: 'endpoints', kind: { type: 'string' }, help: 'outbound: static endpoints host:port,host:port (else the DNS records of --upstream\'s host)' },
   { flag: 'resolve-interval', kind: { type: 'duration' }, default: '5s', help: 'outbound: how often the DNS records of --upstream\'s host are asked again' },
   { flag: 'dns-server', kind: { type: 'hostport' }, help: 'outbound: the DNS server to ask (default: the system resolver)' },
+  { flag: 'endpoint-series-ttl', kind: { type: 'duration' }, default: '5m', help: 'outbound: how long an endpoint that left (no longer resolved, no connection or call left) keeps its rpcscope_upstream_* series before they are dropped (0: never)' },
   { flag: 'balance', kind: { type: 'enum', values: ['round_robin', 'least_request', 'ewma', 'sticky'] }, default: 'round_robin', help: 'outbound: how each call picks an endpoint (sticky: one per client connection)' },
   { flag: 'first-byte-timeout', kind: { type: 'duration' }, default: '10s', help: 'how long a new client connection may take to show its protocol: the TLS handshake, the HTTP/2 preface and SETTINGS, or an HTTP/1.1 request line (0: no limit)' },
   { flag: 'request-headers-timeout', kind: { type: 'duration' }, default: '60s', help: 'how long an HTTP/1.1 request\'s headers may take to arrive once it has begun (0: no limit); bodies and responses are not limited' },

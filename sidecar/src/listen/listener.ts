@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { HostPort } from '../config/parse-value.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
+import type { TerminationReason } from '../observe/faults.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
@@ -18,7 +19,9 @@ import { noopTracing } from '../observe/call-tracing.ts';
 import { relayApplies } from '../relay/relay-applies.ts';
 import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from './reset-budget.ts';
+import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from './control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
+import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from './header-list-size.ts';
 
 const CONN = Symbol('rpcscope.downstreamConnection');
 const SESSION = Symbol('rpcscope.session');
@@ -27,8 +30,25 @@ const AGED = Symbol('rpcscope.aged');
 const REFUSED = Symbol('rpcscope.refused');
 type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean; [REFUSED]?: boolean };
 
+/** A session cut for a flood: it is told so once, and counted once. */
+const CUT = Symbol('rpcscope.cut');
+type Cut = { [CUT]?: boolean };
 const ignore = (): void => {};
-const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false };
+/**
+ * maxConcurrentStreams: Node advertises no limit by default; streams past this one
+ * are refused by nghttp2 with RST_STREAM REFUSED_STREAM, which a client may retry
+ * (RFC 9113 §5.1.2). 1000 is four times Go's default and far above a gRPC
+ * client's use of one connection.
+ */
+const H2_SETTINGS: http2.Settings = { initialWindowSize: 4 * 1024 * 1024, enablePush: false, maxConcurrentStreams: 1000 };
+/**
+ * Errors nghttp2 ends a session with (`errno` of Node's ERR_HTTP2_ERROR, from
+ * nghttp2.h), by the reason the connection is counted under.
+ */
+const NGHTTP2_SESSION_ERRORS = new Map<number, TerminationReason>([
+  [-904, 'control_frame_flood'], // NGHTTP2_ERR_FLOODED
+  [-905, 'continuation_flood'], // NGHTTP2_ERR_TOO_MANY_CONTINUATIONS (nghttp2 1.61: more than 8)
+]);
 const SESSION_WINDOW = 16 * 1024 * 1024;
 /** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
 const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
@@ -76,7 +96,7 @@ export class ProxyListener {
     });
 
     this.relays = relayApplies(ctx.config, ctx.tracing !== noopTracing) ? new RelaySet(ctx, nextConnId) : undefined;
-    this.h2 = http2.createServer({ settings: H2_SETTINGS });
+    this.h2 = http2.createServer({ settings: H2_SETTINGS, maxHeaderListPairs: MAX_HEADER_LIST_PAIRS });
     // Streams are taken from each session's own 'stream' event (trackSession), not
     // the server's: a stream may be emitted after its session was destroyed, when
     // only the session's closure still knows which connection it came on.
@@ -177,6 +197,11 @@ export class ProxyListener {
       stream.respond({ ':status': 405, allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }, { endStream: true });
       return;
     }
+    // String lengths count UTF-16 units, not octets; Node hands over field bytes as latin1, one unit each.
+    if (headerListSize(headers, rawHeaders) > MAX_HEADER_LIST_SIZE) {
+      this.refuseOversizedHeaders(stream);
+      return;
+    }
     try {
       this.forward.h2(this.ctx, conn, stream, headers, onClientReset, rawHeaders);
     } catch (err) {
@@ -189,12 +214,34 @@ export class ProxyListener {
     }
   }
 
-  private cutFlood(session: http2.ServerHttp2Session): void {
-    this.ctx.faults.connectionTerminated('reset_flood');
+  /**
+   * A request whose header list is over the advertised size: answered 431 and never
+   * forwarded; as for HTTP/1.1, its connection is closed, but gracefully (GOAWAY
+   * NO_ERROR), so that the other calls on it finish.
+   */
+  private refuseOversizedHeaders(stream: http2.ServerHttp2Stream): void {
+    const session = stream.session;
+    stream.on('error', ignore);
+    this.ctx.log.debug('HTTP/2 request headers over the header list size refused', { max: MAX_HEADER_LIST_SIZE });
+    stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' });
+    stream.end(`rpcscope: request header list over ${MAX_HEADER_LIST_SIZE} octets\n`);
+    // Counted once per connection, however many of its streams were over.
+    if (!session || (session as Tracked)[REFUSED]) return;
+    (session as Tracked)[REFUSED] = true;
+    this.ctx.faults.connectionTerminated('bad_request');
+    this.goaway(session);
+  }
+
+  private cutFlood(session: http2.ServerHttp2Session, reason: 'reset_flood' | 'ping_flood' | 'settings_flood' = 'reset_flood'): void {
+    this.ctx.faults.connectionTerminated(reason);
     this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    this.ctx.log.warn('client connection cut: streams reset faster than the budget (rapid reset)', { peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` });
+    const what = reason === 'reset_flood' ? 'streams reset faster than the budget (rapid reset)' : `${reason === 'ping_flood' ? 'PING' : 'SETTINGS'} frames sent faster than the budget`;
+    this.ctx.log.warn(`client connection cut: ${what}`, { peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` });
     // GOAWAY first: destroy(err, code) alone goes out as NO_ERROR, and the client must
-    // read that it was told to calm down. Then the streams in flight end with the connection.
+    // read that it was told to calm down. Then at once, from within the frame's event:
+    // left open, nghttp2 would go on through the rest of the flood in the same read
+    // and end the session itself, dropping the GOAWAY. The streams in flight end with it.
+    (session as Cut)[CUT] = true;
     session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
     session.destroy();
   }
@@ -294,14 +341,29 @@ export class ProxyListener {
     // nothing upstream.
     const budget = new ResetBudget(Date.now);
     const onClientReset = (): void => {
-      if (!budget.spend() && !session.destroyed) this.cutFlood(session);
+      if (!budget.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session);
     };
     // The fourth argument, raw fields (left out of Node's type definitions), keeps repeated fields apart.
     session.on('stream', (stream, headers, _flags, rawHeaders?: string[]) => this.onStream(conn, onClientReset, stream, headers, rawHeaders));
-    session.on('error', (err: Error & { code?: string }) => {
-      // Node's HTTP/2 layer gave up on the session (nghttp2's reset limit, bad frames);
-      // a socket error is only the client going away.
-      if (err.code?.startsWith('ERR_HTTP2_') && err.code !== 'ERR_HTTP2_SESSION_ERROR') this.ctx.faults.connectionTerminated('protocol_error');
+    // Each PING and SETTINGS is owed an ACK: a client sending them faster than its
+    // budget is cut before nghttp2's own limit, and told why.
+    const pings = new ControlFrameBudget(CONTROL_FRAME_BUDGETS.ping, Date.now);
+    const settings = new ControlFrameBudget(CONTROL_FRAME_BUDGETS.settings, Date.now);
+    session.on('ping', () => {
+      if (!pings.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session, 'ping_flood');
+    });
+    session.on('remoteSettings', () => {
+      if (!settings.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session, 'settings_flood');
+    });
+    session.on('error', (err: Error & { code?: string; errno?: number }) => {
+      // Node's HTTP/2 layer gave up on the session (nghttp2's flood and reset limits, bad
+      // frames); a socket error is only the client going away.
+      // A session already cut for a flood may hit nghttp2's limits while its GOAWAY is written: counted once.
+      if (!err.code?.startsWith('ERR_HTTP2_') || err.code === 'ERR_HTTP2_SESSION_ERROR' || (session as Cut)[CUT]) return;
+      const reason = (err.code === 'ERR_HTTP2_ERROR' && err.errno !== undefined && NGHTTP2_SESSION_ERRORS.get(err.errno)) || 'protocol_error';
+      this.ctx.faults.connectionTerminated(reason);
+      if (reason !== 'protocol_error') this.ctx.log.warn('client connection cut by the HTTP/2 layer', { reason, peer: conn.peer });
+      else this.ctx.log.debug('client connection ended by the HTTP/2 layer', { error: err.message, code: err.code, errno: err.errno, peer: conn.peer });
     });
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
     const firstByteMs = this.ctx.config.firstByteTimeoutMs;
@@ -320,7 +382,7 @@ export class ProxyListener {
     if (this.draining) this.goaway(session);
   }
 
-  private goaway(session: http2.ServerHttp2Session): void {
+  private goaway(session: http2.Http2Session): void {
     if (session.closed || session.destroyed) return;
     this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_NO_ERROR);
     // close() sends GOAWAY and lets the streams in flight finish.

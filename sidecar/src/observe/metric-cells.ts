@@ -87,6 +87,11 @@ abstract class Family<C> {
   constructor(readonly name: string, readonly description: string) {}
   /** The family's exposition text, Prometheus or OpenMetrics; empty while it has no cell. */
   abstract render(openMetrics?: boolean): string;
+  /** Stops exporting a cell (the series of something that is gone); rare, so a scan is fine. */
+  remove(cell: C): void {
+    const i = this.cells.indexOf(cell);
+    if (i >= 0) this.cells.splice(i, 1);
+  }
 }
 
 export class ValueFamily extends Family<ValueCell> {

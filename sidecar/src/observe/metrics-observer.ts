@@ -40,7 +40,7 @@ import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetr
 import { targetInfo } from './prometheus-text.ts';
 import { http2ErrorName } from '../protocol/reset-codes.ts';
 import { GrpcCode, grpcCodeName } from '../protocol/status-codes.ts';
-import { MethodGuard } from '../route/method-guard.ts';
+import { MethodGuard, OTHER } from '../route/method-guard.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -61,6 +61,13 @@ export interface MetricsObserverOptions {
   serviceName?: string;
   /** Every upstream endpoint known now (`host:port`), for the endpoint gauge and the skew; idle ones count. */
   knownEndpoints?: () => readonly string[];
+  /**
+   * How long an endpoint no longer known, with no connection or call left, keeps its
+   * `rpcscope_upstream_*` series (--endpoint-series-ttl; 0: forever).
+   */
+  endpointSeriesTtlMs?: number;
+  /** The clock endpoint departures are timed by; Date.now by default. */
+  clock?: () => number;
   /** Where POD_NAME and POD_NAMESPACE (the Downward API) and RPCSCOPE_COMMIT are read; process.env by default. */
   env?: Readonly<Record<string, string | undefined>>;
   /** The sidecar's contained faults and cut connections, read at each scrape. */
@@ -89,8 +96,9 @@ export interface MetricsObserver extends Observer {
 }
 
 /**
- * Per-endpoint series outlive the endpoints (pods come and go); past this many
- * the rest share `upstream="_OTHER"` until the endpoint lifecycle prunes them.
+ * Per-endpoint series outlive the endpoints (pods come and go) by
+ * --endpoint-series-ttl; past this many at once the rest share `upstream="_OTHER"`
+ * until departed endpoints' series are dropped and make room.
  */
 const MAX_UPSTREAMS = 1000;
 
@@ -160,6 +168,8 @@ interface UpstreamCells {
   active: ValueCell;
   duration: HistogramCell;
   connections: ValueCell;
+  /** When a scrape first found the endpoint gone (unknown, nothing open on it); undefined while it is not. */
+  goneSince?: number;
 }
 
 class MetricsObserverImpl implements MetricsObserver {
@@ -200,6 +210,8 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly skewCell = this.loadSkewRatio.cell({});
   private readonly skew = new LoadSkew();
   private readonly knownEndpoints: () => readonly string[];
+  private readonly endpointSeriesTtlMs: number;
+  private readonly clock: () => number;
   private readonly families: MetricFamily[];
 
   private readonly router: Router;
@@ -232,6 +244,8 @@ class MetricsObserverImpl implements MetricsObserver {
     ];
     this.router = new Router(opts);
     this.knownEndpoints = opts.knownEndpoints ?? (() => [...this.upstreamCells.keys()]);
+    this.endpointSeriesTtlMs = opts.endpointSeriesTtlMs ?? 0;
+    this.clock = opts.clock ?? Date.now;
     this.faults = opts.faults;
     const env = opts.env ?? process.env;
     const resource = resourceFromAttributes({
@@ -560,6 +574,31 @@ class MetricsObserverImpl implements MetricsObserver {
     return cells;
   }
 
+  /**
+   * Drops the series of endpoints that left: no longer known, with no connection or
+   * call on them, since a scrape at least --endpoint-series-ttl ago. That scrape and
+   * any between exported their last values; the room they held under MAX_UPSTREAMS
+   * goes to new endpoints. `_OTHER` stays.
+   */
+  private pruneDeparted(known: readonly string[]): void {
+    const now = this.clock();
+    const knownSet = new Set(known);
+    for (const [endpoint, cells] of this.upstreamCells) {
+      if (endpoint === OTHER || knownSet.has(endpoint) || cells.active.value > 0 || cells.connections.value > 0) {
+        cells.goneSince = undefined;
+        continue;
+      }
+      cells.goneSince ??= now;
+      if (now - cells.goneSince < this.endpointSeriesTtlMs) continue;
+      for (const c of cells.calls) if (c) this.upstreamCalls.remove(c);
+      this.upstreamActive.remove(cells.active);
+      this.upstreamDuration.remove(cells.duration);
+      this.upstreamConnections.remove(cells.connections);
+      this.upstreamCells.delete(endpoint);
+      this.upstreamGuard.forget(endpoint);
+    }
+  }
+
   private newUpstreamCallCell(up: UpstreamCells, code: number): ValueCell {
     const cell = this.upstreamCalls.cell({ upstream: up.active.attributes.upstream as string, code: grpcCodeName(code) });
     up.calls[code] = cell;
@@ -579,6 +618,7 @@ class MetricsObserverImpl implements MetricsObserver {
       if (call.upstream !== '') this.upstreamCellsFor(call.upstream).active.value++;
     }
     const known = this.knownEndpoints();
+    if (this.endpointSeriesTtlMs > 0) this.pruneDeparted(known);
     this.endpointsCell.value = known.length;
     this.skewCell.value = this.skew.ratio(known);
     if (this.faults) {

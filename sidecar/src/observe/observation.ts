@@ -22,6 +22,7 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
     protos: files.protos,
     serviceName: config.serviceName,
     knownEndpoints,
+    endpointSeriesTtlMs: config.endpointSeriesTtlMs,
     faults,
     env,
     spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),

@@ -55,8 +55,7 @@ export class MessageCounter {
       const usable = text.length - (text.length % 4);
       this.base64Carry = text.slice(usable);
       if (usable === 0) return;
-      // Each 4-character group decodes on its own, so padded runs back to back are fine.
-      this.consume(Buffer.from(text.slice(0, usable), 'base64'));
+      this.consume(decodeBase64Runs(usable === text.length ? text : text.slice(0, usable)));
       return;
     }
     this.consume(chunk);
@@ -109,6 +108,26 @@ export class MessageCounter {
     this.messages++;
     if (this.messages === 1 && this.onFirstMessage) this.onFirstMessage();
   }
+}
+
+/**
+ * Decodes whole 4-character groups that may hold padded runs back to back (each
+ * gRPC-Web text frame may be encoded on its own). Node's decoder stops at the first
+ * `=`, dropping every run after it: each run that ends padded is decoded apart.
+ */
+export function decodeBase64Runs(text: string): Buffer {
+  let pad = text.indexOf('=');
+  if (pad < 0 || pad >= text.length - 2) return Buffer.from(text, 'base64');
+  const runs: Buffer[] = [];
+  let from = 0;
+  while (pad >= 0) {
+    const end = (Math.floor(pad / 4) + 1) * 4;
+    runs.push(Buffer.from(text.slice(from, end), 'base64'));
+    from = end;
+    pad = text.indexOf('=', from);
+  }
+  if (from < text.length) runs.push(Buffer.from(text.slice(from), 'base64'));
+  return Buffer.concat(runs);
 }
 
 /** `grpc-status` from a gRPC-Web trailer frame's header lines, or undefined. */

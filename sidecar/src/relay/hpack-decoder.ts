@@ -88,7 +88,8 @@ export class HpackDecoder {
         i = cursor;
         if (size > this.limit) throw new HpackError(`dynamic table size update to ${size} above the limit ${this.limit}`);
         this.maxSize = size;
-        this.evict(0);
+        // §4.3: only what no longer fits goes; the encoder keeps the rest and refers to it.
+        this.evict(size);
       } else {
         // §6.2.2 without indexing, §6.2.3 never indexed: both 4-bit prefixes.
         i = this.literal(block, i, 4, out);

@@ -18,4 +18,9 @@ export class MethodGuard {
     this.seen.add(method);
     return method;
   }
+
+  /** Gives back the room of a label whose series were dropped (an upstream endpoint that left). */
+  forget(method: string): void {
+    this.seen.delete(method);
+  }
 }

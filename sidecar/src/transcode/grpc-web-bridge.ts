@@ -11,6 +11,7 @@
 // Over HTTP/1.1 too: the browser's connection need not be HTTP/2.
 import type { Call } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
+import { decodeBase64Runs } from '../protocol/message-framing.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';
 import { frame, TRAILER_FLAG } from './grpc-frame.ts';
@@ -24,7 +25,7 @@ class Base64Reader {
     const text = this.rest + chunk.toString('latin1').replace(/\s/gu, '');
     const whole = text.length - (text.length % 4);
     this.rest = text.slice(whole);
-    return Buffer.from(text.slice(0, whole), 'base64');
+    return decodeBase64Runs(text.slice(0, whole));
   }
 }
 

@@ -559,3 +559,77 @@ describe('the series budget (docs/metrics.md "Detail levels and cost")', () => {
     assert.equal(totals(texts[2]!, 'rpcscope_payload_bytes_count'), 2 * calls.length);
   });
 });
+
+describe('per-endpoint series of endpoints that left', () => {
+  const upstreamSeries = (text: string, endpoint: string): string[] => contractSamples(text).filter((l) => l.startsWith('rpcscope_upstream_') && l.includes(`upstream="${endpoint}"`));
+
+  test('are dropped --endpoint-series-ttl after a scrape found them gone, and give their room back', () => {
+    let now = 0;
+    let known = ['10.0.0.1:80', '10.0.0.2:80'];
+    const o = observer({ knownEndpoints: () => known, endpointSeriesTtlMs: 60_000, clock: () => now });
+    const up = connection({ side: 'upstream', peer: '10.0.0.1:80' });
+    o.connectionOpened(up);
+    run(o, { ...okGrpc, upstream: '10.0.0.1:80' });
+    run(o, { ...okGrpc, upstream: '10.0.0.2:80' });
+    known = ['10.0.0.2:80'];
+    now = 1000;
+    // Still draining: a connection open on it keeps its series, however long.
+    assert.ok(upstreamSeries(o.render(), '10.0.0.1:80').length > 0);
+    now = 500_000;
+    assert.ok(upstreamSeries(o.render(), '10.0.0.1:80').length > 0);
+    o.connectionClosed(up);
+    // The scrape that finds it gone still exports its last values, and so does every one for the ttl.
+    assert.match(o.render(), /rpcscope_upstream_calls_total\{upstream="10\.0\.0\.1:80",code="OK"\} 1/);
+    now += 59_999;
+    assert.ok(upstreamSeries(o.render(), '10.0.0.1:80').length > 0);
+    now += 1;
+    const after = o.render();
+    assert.deepEqual(upstreamSeries(after, '10.0.0.1:80'), []);
+    assert.ok(upstreamSeries(after, '10.0.0.2:80').length > 0, 'the endpoint still known keeps its series');
+  });
+
+  test('an endpoint that comes back before the ttl keeps its series and counts', () => {
+    let now = 0;
+    let known = ['10.0.0.1:80'];
+    const o = observer({ knownEndpoints: () => known, endpointSeriesTtlMs: 60_000, clock: () => now });
+    run(o, { ...okGrpc, upstream: '10.0.0.1:80' });
+    known = [];
+    o.render();
+    now = 30_000;
+    known = ['10.0.0.1:80'];
+    o.render();
+    known = [];
+    now = 70_000;
+    o.render();
+    now = 100_000;
+    assert.match(o.render(), /rpcscope_upstream_calls_total\{upstream="10\.0\.0\.1:80",code="OK"\} 1/, 'gone again for 30 s only');
+  });
+
+  test('with 1,000 endpoints churned through, new ones still get their own series instead of _OTHER', () => {
+    let now = 0;
+    let known: string[] = [];
+    const o = observer({ knownEndpoints: () => known, endpointSeriesTtlMs: 1000, clock: () => now });
+    for (let gen = 0; gen < 3; gen++) {
+      // A rollout: the old pods leave the records, a scrape sees it, the ttl passes, the new pods are called.
+      known = Array.from({ length: 600 }, (_, i) => `10.${gen}.${i >> 8}.${i & 255}:80`);
+      o.render();
+      now += 2000;
+      o.render();
+      for (const e of known) run(o, { ...okGrpc, upstream: e });
+    }
+    const text = o.render();
+    assert.doesNotMatch(text, /upstream="_OTHER"/);
+    assert.equal(contractSamples(text).filter((l) => l.startsWith('rpcscope_upstream_calls_total{')).length, 600, 'only the live generation');
+  });
+
+  test('are kept forever with a ttl of 0', () => {
+    let now = 0;
+    let known = ['10.0.0.1:80'];
+    const o = observer({ knownEndpoints: () => known, endpointSeriesTtlMs: 0, clock: () => now });
+    run(o, { ...okGrpc, upstream: '10.0.0.1:80' });
+    known = [];
+    o.render();
+    now = 1e9;
+    assert.ok(upstreamSeries(o.render(), '10.0.0.1:80').length > 0);
+  });
+});

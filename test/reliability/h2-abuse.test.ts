@@ -1,0 +1,190 @@
+// Hostile HTTP/2 clients against the real `sidecar/bin/rpcscope` on its default
+// terminating data plane: each writes exactly the frames of one abuse shape over
+// a raw socket, and the test checks what that client was told (GOAWAY code,
+// RST_STREAM code, the close), the count on /metrics, and that the sidecar is
+// alive and a normal grpc-js client is still served.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
+import { FLAG, FRAME, H2_ERROR, PREFACE, frame, goawayCodes, literal, ping, readFrames, requestBlock, resets, settings, windowUpdate, type ReadFrame } from '../support/h2-frames.ts';
+import { rawConnect, terminated, type RawClient } from '../support/raw-client.ts';
+import { reportFigure } from '../support/reliability-figures.ts';
+import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
+
+interface Echo extends grpc.Client {
+  Echo(req: Partial<EchoRequestObject>, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
+}
+
+const CODE_NAMES = new Map<number, string>(Object.entries(H2_ERROR).map(([name, code]) => [code, name]));
+const codeName = (code: number | undefined): string => (code === undefined ? 'none' : (CODE_NAMES.get(code) ?? String(code)));
+
+/**
+ * Opens a raw HTTP/2 connection: preface and empty SETTINGS, then, once the server's
+ * SETTINGS came, their ACK. The abuse follows on a connection already set up.
+ */
+async function h2Raw(port: number, ack = true): Promise<RawClient> {
+  const c = await rawConnect(port);
+  c.socket.write(Buffer.concat([PREFACE, settings()]));
+  await Promise.race([new Promise((r) => c.socket.once('data', r)), c.closed]);
+  if (ack) c.socket.write(settings([], FLAG.ACK));
+  return c;
+}
+
+/** The :status of the response HEADERS on `streamId`, when the server answered with one (HPACK static table: 0x88 is 200). */
+function answered(frames: ReadFrame[], streamId: number): boolean {
+  return frames.some((f) => f.type === FRAME.HEADERS && f.streamId === streamId);
+}
+
+/** Writes the frames at once, as a flooding client does: one buffer, as fast as the socket takes it. */
+async function writeAll(c: RawClient, frames: Buffer[]): Promise<void> {
+  if (c.closedAt !== undefined) return;
+  if (!c.socket.write(Buffer.concat(frames))) await Promise.race([new Promise((r) => c.socket.once('drain', r)), c.closed]);
+}
+
+/** Waits for the server to close the connection, or `ms`; then what it sent. */
+async function outcome(c: RawClient, ms = 10_000): Promise<{ closed: boolean; frames: ReadFrame[] }> {
+  await Promise.race([c.closed, new Promise((r) => setTimeout(r, ms))]);
+  const closed = c.closedAt !== undefined;
+  c.socket.destroy();
+  return { closed, frames: readFrames(c.received()) };
+}
+
+describe('rpcscope binary and hostile HTTP/2 clients', () => {
+  let upstream: Upstream;
+  let sc: SidecarProcess;
+  let client: Echo;
+  before(async () => {
+    upstream = await startConnectEcho();
+    sc = await startSidecarProcess(['--upstream', upstream.url]);
+    client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure()) as unknown as Echo;
+  });
+  after(async () => {
+    client.close();
+    await sc.stop();
+    await upstream.close();
+  });
+
+  /** The sidecar is alive and a normal gRPC client on its own connection gets its answer. */
+  async function stillServing(what: string): Promise<void> {
+    assert.equal(sc.proc.exitCode, null, `rpcscope is alive after the ${what}`);
+    const message = `after ${what}`;
+    const answer = await new Promise<string>((resolve, reject) => client.Echo({ message }, (err, res) => (err ? reject(err) : resolve(res!.message))));
+    assert.equal(answer, message);
+  }
+
+  it('cuts a PING flood with GOAWAY ENHANCE_YOUR_CALM and counts ping_flood', async () => {
+    const c = await h2Raw(sc.port);
+    await writeAll(c, Array.from({ length: 5000 }, (_, i) => ping(i)));
+    const { closed, frames } = await outcome(c);
+    assert.ok(closed, 'the flooding connection is closed');
+    assert.equal(goawayCodes(frames)[0], H2_ERROR.ENHANCE_YOUR_CALM, `frames read: ${frames.map((f) => f.type).join(' ')}`);
+    assert.equal(await terminated(sc.adminUrl, 'ping_flood'), 1);
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 PING flood (5,000 PINGs)', name: 'connection closed', value: `GOAWAY ${codeName(goawayCodes(frames)[0])}` });
+    await stillServing('PING flood');
+  });
+
+  it('cuts a SETTINGS flood with GOAWAY ENHANCE_YOUR_CALM and counts settings_flood', async () => {
+    const c = await h2Raw(sc.port);
+    await writeAll(c, Array.from({ length: 2000 }, () => settings([[0x4, 65535]])));
+    const { closed, frames } = await outcome(c);
+    assert.ok(closed, 'the flooding connection is closed');
+    assert.equal(goawayCodes(frames)[0], H2_ERROR.ENHANCE_YOUR_CALM, `frames read: ${frames.map((f) => f.type).join(' ')}`);
+    assert.equal(await terminated(sc.adminUrl, 'settings_flood'), 1);
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 SETTINGS flood (2,000 SETTINGS)', name: 'connection closed', value: `GOAWAY ${codeName(goawayCodes(frames)[0])}` });
+    await stillServing('SETTINGS flood');
+  });
+
+  it('closes a CONTINUATION flood (a header block that never ends) and counts continuation_flood', async () => {
+    const c = await h2Raw(sc.port);
+    // HEADERS without END_HEADERS, then CONTINUATION frames that never set it (CVE-2024-27316).
+    const flood = [frame(FRAME.HEADERS, FLAG.END_STREAM, 1, requestBlock('/v1/echo/x'))];
+    for (let i = 0; i < 10_000; i++) flood.push(frame(FRAME.CONTINUATION, 0, 1, literal(`x-flood-${i}`, 'v'.repeat(40))));
+    await writeAll(c, flood);
+    const { closed, frames } = await outcome(c);
+    assert.ok(closed, 'the flooding connection is closed');
+    // nghttp2 ends the session past 8 CONTINUATION frames and Node destroys it at once,
+    // with GOAWAY INTERNAL_ERROR, which the socket's close may overtake.
+    const goaway = goawayCodes(frames)[0];
+    assert.ok(goaway === undefined || goaway === H2_ERROR.INTERNAL_ERROR, `GOAWAY ${codeName(goaway)}`);
+    assert.ok(!frames.some((f) => f.type === FRAME.HEADERS && f.streamId === 1), 'the endless request is never answered');
+    assert.equal(await terminated(sc.adminUrl, 'continuation_flood'), 1);
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 CONTINUATION flood (10,000 frames, no END_HEADERS)', name: 'connection closed', value: goaway === undefined ? 'closed, no GOAWAY read' : `GOAWAY ${codeName(goaway)}` });
+    await stillServing('CONTINUATION flood');
+  });
+
+  it('answers 431 to a request with too many header fields, never forwarded, and closes its connection gracefully', async () => {
+    const before = await terminated(sc.adminUrl, 'bad_request');
+    const c = await h2Raw(sc.port);
+    // 3000 fields of 8 octets are 120 KB by RFC 9113's count (32 more per field), in HEADERS and 7 CONTINUATIONs.
+    const fields = Buffer.concat([requestBlock('/v1/echo/many'), ...Array.from({ length: 3000 }, (_, i) => literal(`x-m${String(i).padStart(4, '0')}`, 'v'))]);
+    const pieces = Array.from({ length: Math.ceil(fields.length / 16_000) }, (_, i) => fields.subarray(i * 16_000, (i + 1) * 16_000));
+    assert.ok(pieces.length <= 8, `${pieces.length} frames`);
+    await writeAll(c, pieces.map((p, i) => frame(i === 0 ? FRAME.HEADERS : FRAME.CONTINUATION, (i === 0 ? FLAG.END_STREAM : 0) | (i === pieces.length - 1 ? FLAG.END_HEADERS : 0), 1, p)));
+    const { closed, frames } = await outcome(c);
+    const status = frames.find((f) => f.type === FRAME.HEADERS && f.streamId === 1)?.payload;
+    assert.ok(status, 'the stream is answered by the sidecar');
+    assert.ok(status.includes(Buffer.from('431')), 'with 431');
+    assert.ok(closed, 'and the connection is closed');
+    assert.ok(goawayCodes(frames).length > 0 && goawayCodes(frames).every((code) => code === H2_ERROR.NO_ERROR), `gracefully: GOAWAY ${goawayCodes(frames).map(codeName).join(', ')}`);
+    assert.equal(await terminated(sc.adminUrl, 'bad_request'), before + 1);
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 request with 3,000 header fields', name: 'answer', value: '431, then GOAWAY NO_ERROR' });
+    await stillServing('too many header fields');
+  });
+
+  it('answers 431 to a header block over the header list size, and serves the calls before it', async () => {
+    const before = await terminated(sc.adminUrl, 'bad_request');
+    const c = await h2Raw(sc.port);
+    // A normal request first, then 96 KB of header values in HEADERS and 6 CONTINUATIONs.
+    const block = [frame(FRAME.HEADERS, FLAG.END_STREAM | FLAG.END_HEADERS, 1, requestBlock('/v1/echo/first')), frame(FRAME.HEADERS, FLAG.END_STREAM, 3, requestBlock('/v1/echo/big'))];
+    for (let i = 0; i < 6; i++) block.push(frame(FRAME.CONTINUATION, i === 5 ? FLAG.END_HEADERS : 0, 3, literal(`x-big-${i}`, 'b'.repeat(16_000))));
+    await writeAll(c, block);
+    const { closed, frames } = await outcome(c);
+    assert.ok(answered(frames, 1), 'the request before it is answered');
+    const status = frames.find((f) => f.type === FRAME.HEADERS && f.streamId === 3)?.payload;
+    assert.ok(status?.includes(Buffer.from('431')), 'the oversized one is answered 431');
+    assert.ok(closed, 'the connection is closed');
+    assert.equal(goawayCodes(frames)[0], H2_ERROR.NO_ERROR);
+    assert.equal(await terminated(sc.adminUrl, 'bad_request'), before + 1);
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 header block of 96 KB', name: 'answer', value: '431, then GOAWAY NO_ERROR' });
+    await stillServing('oversized header block');
+  });
+
+  it('refuses streams over the concurrency limit with REFUSED_STREAM before the client acknowledged it', async () => {
+    const c = await h2Raw(sc.port, false);
+    // POSTs whose body never comes stay open: the first 1000 are forwarded and held.
+    await writeAll(c, Array.from({ length: 1100 }, (_, i) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, requestBlock('/v1/echo', 'POST'))));
+    const { closed, frames } = await outcome(c, 5000);
+    const refused = [...resets(frames)].filter(([, code]) => code === H2_ERROR.REFUSED_STREAM).map(([id]) => id);
+    assert.equal(refused.length, 100, 'every stream past the 1000th is refused');
+    assert.ok(refused.every((id) => id > 2000), 'and only those');
+    assert.ok(!closed, 'the connection stays');
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 1,100 concurrent streams, limit 1,000 not yet acknowledged', name: 'streams refused', value: `${refused.length}, RST_STREAM REFUSED_STREAM` });
+    await stillServing('streams over the limit');
+  });
+
+  it('closes a connection that opens streams over the concurrency limit it acknowledged, and counts protocol_error', async () => {
+    const before = await terminated(sc.adminUrl, 'protocol_error');
+    const c = await h2Raw(sc.port);
+    await writeAll(c, Array.from({ length: 1100 }, (_, i) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, requestBlock('/v1/echo', 'POST'))));
+    const { closed, frames } = await outcome(c);
+    // RFC 9113 §5.1.2 lets nghttp2 treat it as a connection error; Node ends the session with INTERNAL_ERROR.
+    assert.ok(closed, 'the connection is closed');
+    const goaway = goawayCodes(frames)[0];
+    assert.ok(goaway === undefined || goaway === H2_ERROR.INTERNAL_ERROR, `GOAWAY ${codeName(goaway)}`);
+    assert.equal(await terminated(sc.adminUrl, 'protocol_error'), before + 1);
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 1,100 concurrent streams, limit 1,000 acknowledged', name: 'connection closed', value: goaway === undefined ? 'closed, no GOAWAY read' : `GOAWAY ${codeName(goaway)}` });
+    await stillServing('streams over the acknowledged limit');
+  });
+
+  it('survives a WINDOW_UPDATE flood', async () => {
+    const c = await h2Raw(sc.port);
+    await writeAll(c, Array.from({ length: 20_000 }, () => windowUpdate(0, 1)));
+    const { closed, frames } = await outcome(c, 3000);
+    // A WINDOW_UPDATE is owed no answer, so a flood of them costs the sidecar only their
+    // reading; Node gives no per-frame hook to count them on, and the connection is left
+    // to --idle-timeout.
+    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 WINDOW_UPDATE flood (20,000 frames)', name: 'connection', value: closed ? `closed, GOAWAY ${codeName(goawayCodes(frames)[0])}` : 'kept open, nothing sent back' });
+    await stillServing('WINDOW_UPDATE flood');
+  });
+});
