@@ -54,6 +54,11 @@ export async function waitForPort(port: number, what: string): Promise<void> {
   throw new Error(`${what} does not listen on 127.0.0.1:${port} after 10 s`);
 }
 
+/** The 1-minute load average: above the core count, other work competed with the run. */
+export function loadAverage(): number {
+  return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+}
+
 /** The machine a run was measured on, for the results file. */
 export function machine(): { cpu: string; cores: number; kernel: string } {
   const c = cpus();

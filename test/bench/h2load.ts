@@ -41,12 +41,14 @@ export function parseH2load(stdout: string, log: string): Load {
 const logDir = mkdtempSync(join(tmpdir(), 'rpcscope-bench-h2load-'));
 
 /**
- * Runs `h2load -n calls <shape> <request> url` on `core` (undefined: unpinned)
+ * Runs `h2load -n calls <shape> <request> url` (at least one call per connection) on `core` (undefined: unpinned)
  * and returns its figures; throws with h2load's words when it fails to run.
  */
 export function h2load(url: string, shape: readonly string[], request: readonly string[], calls: number, core: string | undefined): Load {
   const log = join(logDir, 'requests.log');
-  const argv = ['-n', String(calls), ...shape, ...request, `--log-file=${log}`, url];
+  // h2load refuses fewer calls than connections.
+  const clients = shape.includes('-c') ? Number(shape[shape.indexOf('-c') + 1]) : 1;
+  const argv = ['-n', String(Math.max(calls, clients)), ...shape, ...request, `--log-file=${log}`, url];
   const r = core === undefined ? spawnSync('h2load', argv, { encoding: 'utf8' }) : spawnSync('taskset', ['-c', core, 'h2load', ...argv], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`h2load ${argv.join(' ')} failed: ${r.stderr || r.stdout}`);
   return parseH2load(r.stdout, readFileSync(log, 'utf8'));

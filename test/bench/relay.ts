@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
-import { cpuSeconds, machine, peakRssMiB, rssMiB } from './bench-stats.ts';
+import { cpuSeconds, loadAverage, machine, peakRssMiB, rssMiB } from './bench-stats.ts';
 import { loadTable, rssTable, summarize, type Phase, type RssRow, type Sample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { node24 } from './node24.ts';
@@ -101,7 +101,7 @@ function routeOf(w: Workload): Route {
 function measure(t: Target, w: Workload, shape: string[], calls: number): Phase {
   const c0 = t.pid ? cpuSeconds(t.pid) : 0;
   const load = h2load(t.url + w.path, shape, w.request, calls, LOAD_CORE);
-  return { ...load, cpuUsPerCall: t.pid ? ((cpuSeconds(t.pid) - c0) / calls) * 1e6 : NaN };
+  return { ...load, cpuUsPerCall: t.pid ? ((cpuSeconds(t.pid) - c0) / ((load.ok + load.failed) || calls)) * 1e6 : NaN };
 }
 
 const skipped = new Map<string, string>();
@@ -120,11 +120,29 @@ async function started(p: Peer, route: Route): Promise<Target | undefined> {
 const samples: Sample[] = [];
 const rss: RssRow[] = [];
 const t0 = Date.now();
+const loadAtStart = loadAverage();
+const date = new Date();
+const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
+const file = join(resultsDir, `load-${date.toISOString().replace(/[:.]/g, '-')}.json`);
+/** The proxy running now, stopped on Ctrl-C with the upstreams so that none is left behind. */
+let current: Target | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      await current?.stop();
+      for (const u of upstreams) u.stop();
+      errors.push(`interrupted by ${signal}: the tables hold what was measured before`);
+      report();
+      process.exit(130);
+    })();
+  });
+}
+
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const w of selected) {
       for (const p of peers) {
-        const t = await started(p, routeOf(w));
+        const t = (current = await started(p, routeOf(w)));
         if (!t) continue;
         process.stderr.write(`round ${round}: ${w.id} ${p.name}${p.node ? ` (Node ${p.node})` : ''}\n`);
         try {
@@ -137,21 +155,25 @@ try {
         } catch (err) {
           errors.push(`${w.id}, ${p.name}${p.node ? ` (Node ${p.node})` : ''}: ${(err as Error).message.split('\n')[0]}`);
         } finally {
+          current = undefined;
           await t.stop();
         }
       }
+      // Written after every workload, so that a long run that is cut short keeps its figures.
+      report(true);
     }
   }
   if (runRss) await measureMemory();
 } finally {
   for (const u of upstreams) u.stop();
 }
+report();
 
 /** Each proxy fresh: its RSS idle, then its peak with CONCURRENT_STREAMS server streams open at once. */
 async function measureMemory(): Promise<void> {
   const stream = allWorkloads.find((w) => w.id === 'stream-1000')!;
   for (const p of peers.filter((x) => x.key !== 'direct')) {
-    const t = await started(p, routeOf(stream));
+    const t = (current = await started(p, routeOf(stream)));
     if (!t) continue;
     process.stderr.write(`memory: ${p.name}${p.node ? ` (Node ${p.node})` : ''}\n`);
     try {
@@ -162,57 +184,58 @@ async function measureMemory(): Promise<void> {
     } catch (err) {
       errors.push(`memory, ${p.name}: ${(err as Error).message.split('\n')[0]}`);
     } finally {
+      current = undefined;
       await t.stop();
     }
   }
 }
 
-const summary = summarize(samples);
-const m = machine();
-const date = new Date();
-const header = [
-  `### Load benchmark, ${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
-  '',
-  `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; Node ${nodes.map((n) => n.version).join(' and ')} for the Node rows; ` +
-    `${PROXY_CORE === undefined ? 'nothing pinned' : `proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}, upstreams unpinned`}; ` +
-    `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10; HTTP/1.1 c32), ${RATE} calls/s fixed rate, c=1 for the added p50. ` +
-    `CPU per call is the proxy process's utime + stime (10 ms ticks) over the calls; ×nginx is the row's figure over nginx's in the same table.`,
-].join('\n');
-const tables = selected
-  .filter((w) => summary.some((s) => s.workload === w.id))
-  .map((w) => loadTable(w.title, w.rate, summary.filter((s) => s.workload === w.id)));
-if (rss.length) tables.push(rssTable(CONCURRENT_STREAMS, rss));
-const notes = [
-  ...[...skipped].map(([name, why]) => `- ${name} skipped: ${why}`),
-  ...errors.map((e) => `- error: ${e}`),
-  `- ${Math.round((Date.now() - t0) / 1000)} s; command: node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
-];
-const markdown = [header, ...tables, notes.join('\n')].join('\n\n') + '\n';
-process.stdout.write('\n' + markdown);
+/** Tables and files from what was measured so far; `partial` writes them without printing. */
+function report(partial = false): void {
+  const summary = summarize(samples);
+  const m = machine();
+  const header = [
+    `### Load benchmark, ${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    '',
+    `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; Node ${nodes.map((n) => n.version).join(' and ')} for the Node rows; ` +
+      `${PROXY_CORE === undefined ? 'nothing pinned' : `proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}, upstreams unpinned`}; ` +
+      `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10; HTTP/1.1 c32), ${RATE} calls/s fixed rate, c=1 for the added p50. ` +
+      `CPU per call is the proxy process's utime + stime (10 ms ticks) over the calls; ×nginx is the row's figure over nginx's in the same table. ` +
+      `Load average ${loadAtStart} at the start, ${loadAverage()} at the end${Math.max(loadAtStart, loadAverage()) > m.cores ? ': other work shared the cores, so the figures are noisy' : ''}.`,
+  ].join('\n');
+  const tables = selected
+    .filter((w) => summary.some((s) => s.workload === w.id))
+    .map((w) => loadTable(w.title, w.rate, summary.filter((s) => s.workload === w.id)));
+  if (rss.length) tables.push(rssTable(CONCURRENT_STREAMS, rss));
+  const notes = [
+    ...[...skipped].map(([name, why]) => `- ${name} skipped: ${why}`),
+    ...errors.map((e) => `- error: ${e}`),
+    `- ${Math.round((Date.now() - t0) / 1000)} s; command: node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
+  ];
+  const markdown = [header, ...tables, notes.join('\n')].join('\n\n') + '\n';
 
-const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
-mkdirSync(resultsDir, { recursive: true });
-const stamp = date.toISOString().replace(/[:.]/g, '-');
-const file = join(resultsDir, `load-${stamp}.json`);
-writeFileSync(
-  file,
-  JSON.stringify(
-    {
-      date: date.toISOString(),
-      machine: m,
-      command: `node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
-      nodes: nodes.map((n) => n.version),
-      settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, concurrentStreams: CONCURRENT_STREAMS, streamMessages: STREAM_MESSAGES },
-      workloads: selected.map(({ id, title, path, calls, rate, serialCalls, saturation, fixedRate }) => ({ id, title, path, calls, rate, serialCalls, saturation, fixedRate })),
-      summary,
-      rss,
-      skipped: Object.fromEntries(skipped),
-      errors,
-      samples,
-    },
-    null,
-    2,
-  ) + '\n',
-);
-writeFileSync(file.replace(/\.json$/, '.md'), markdown);
-process.stdout.write(`\nwritten: ${file} (and .md)\n`);
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        date: date.toISOString(),
+        machine: m,
+        command: `node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
+        nodes: nodes.map((n) => n.version),
+        loadAverage: { start: loadAtStart, end: loadAverage() },
+        settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, concurrentStreams: CONCURRENT_STREAMS, streamMessages: STREAM_MESSAGES },
+        workloads: selected.map(({ id, title, path, calls, rate, serialCalls, saturation, fixedRate }) => ({ id, title, path, calls, rate, serialCalls, saturation, fixedRate })),
+        summary,
+        rss,
+        skipped: Object.fromEntries(skipped),
+        errors,
+        samples,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  writeFileSync(file.replace(/\.json$/, '.md'), markdown);
+  if (!partial) process.stdout.write(`\n${markdown}\nwritten: ${file} (and .md)\n`);
+}

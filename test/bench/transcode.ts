@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { GetOrderRequestSchema } from '@rpcscope/demo/gen/order/v1/order_pb.ts';
 import { startSidecarProcess } from '../support/sidecar-process.ts';
-import { cpuSeconds, machine } from './bench-stats.ts';
+import { cpuSeconds, loadAverage, machine } from './bench-stats.ts';
 import { f0, f1, increasePercent, lossPercent, median, ratio, type Phase } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { grpcFrame } from './workloads.ts';
@@ -72,6 +72,7 @@ interface Row {
   sidecar: string[] | undefined;
 }
 
+const loadAtStart = loadAverage();
 const upstream = await startUpstream();
 const transcodeFlags = ['--transcode', '--proto', join(ROOT, 'demo/proto')];
 const ROWS: Row[] = [
@@ -119,7 +120,7 @@ try {
       const measure = (shape: string[], calls: number): Phase => {
         const c0 = pid ? cpuSeconds(pid) : 0;
         const load = h2load(url, shape, request, calls, LOAD_CORE);
-        return { ...load, cpuUsPerCall: pid ? ((cpuSeconds(pid) - c0) / calls) * 1e6 : NaN };
+        return { ...load, cpuUsPerCall: pid ? ((cpuSeconds(pid) - c0) / ((load.ok + load.failed) || calls)) * 1e6 : NaN };
       };
       try {
         h2load(url, SATURATION[row.call], request, Math.ceil(CALLS / 4), LOAD_CORE);
@@ -172,7 +173,8 @@ const markdown = [
   '',
   `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}, Node ${process.versions.node}; GetOrder of the 18-field order from the demo's order service (connect-node, one process, unpinned); ` +
     `REST over ${REST_H1 ? 'HTTP/1.1' : 'h2c'}, gRPC over h2c; ${PROXY_CORE === undefined ? 'nothing pinned' : `rpcscope on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}`}; ` +
-    `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}; saturation ${CALLS} calls (c16${REST_H1 ? ', REST c32' : ''}), then ${RATE} calls/s. CPU is rpcscope's, per call.`,
+    `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}; saturation ${CALLS} calls (c16${REST_H1 ? ', REST c32' : ''}), then ${RATE} calls/s. CPU is rpcscope's, per call. ` +
+    `Load average ${loadAtStart} at the start, ${loadAverage()} at the end${Math.max(loadAtStart, loadAverage()) > m.cores ? ': other work shared the cores, so the figures are noisy' : ''}.`,
   '',
   `| | saturation calls/s | p50 µs | p99 µs | CPU µs/call | ${RATE}/s: p50 µs | p99 µs | CPU µs/call | failed |`,
   '|---|---|---|---|---|---|---|---|---|',
@@ -196,7 +198,7 @@ const file = join(resultsDir, `transcode-${date.toISOString().replace(/[:.]/g, '
 writeFileSync(
   file,
   JSON.stringify(
-    { date: date.toISOString(), machine: m, node: process.version, command: `node --import tsx test/bench/transcode.ts ${args.join(' ')}`.trimEnd(), settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, restOver: REST_H1 ? 'http/1.1' : 'h2c' }, summary, comparison, dotnet: DOTNET, notes, samples },
+    { date: date.toISOString(), machine: m, loadAverage: { start: loadAtStart, end: loadAverage() }, node: process.version, command: `node --import tsx test/bench/transcode.ts ${args.join(' ')}`.trimEnd(), settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, restOver: REST_H1 ? 'http/1.1' : 'h2c' }, summary, comparison, dotnet: DOTNET, notes, samples },
     null,
     2,
   ) + '\n',

@@ -2,7 +2,7 @@
 // The order is the demo's 18-field order (order.v1.Order, about 1.2 kB as
 // JSON): as gRPC it is GetOrder's protobuf answer, as REST the JSON of
 // GET /v1/orders/{id}, served over HTTP/1.1.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { create, toBinary, toJsonString } from '@bufbuild/protobuf';
 import { GetOrderRequestSchema, OrderSchema } from '@rpcscope/demo/gen/order/v1/order_pb.ts';
@@ -44,6 +44,8 @@ export interface Files {
 /** Writes the request bodies and the upstream's docroot under `work`. */
 export function writeFiles(work: string): Files {
   const docroot = join(work, 'docroot');
+  // nginx started as root serves files as an unprivileged worker user, which the 0700 of a temp directory would shut out (403).
+  chmodSync(work, 0o755);
   for (const dir of ['bench.v1.BenchService', 'order.v1.OrderService', 'v1/orders']) mkdirSync(join(docroot, dir), { recursive: true });
   const unary = grpcFrame(Buffer.alloc(256, 1));
   writeFileSync(join(work, 'unary.bin'), unary);
@@ -64,12 +66,12 @@ export function workloads(work: string, files: Files, calls: number, rate: numbe
   const h2 = (c: number, r: number): Pick<Workload, 'calls' | 'rate' | 'serialCalls' | 'saturation' | 'fixedRate'> => ({
     calls: c,
     rate: r,
-    serialCalls: Math.min(c, 3000),
+    serialCalls: Math.min(3000, Math.round(c / 5)),
     saturation: ['-c', '16', '-m', '10'],
     fixedRate: ['-c', '4', '-m', '10', `--rps=${r / 4}`],
   });
   // HTTP/1.1 has one call at a time per connection (h2load's -m would pipeline), so more connections.
-  const h1 = { calls, rate, serialCalls: Math.min(calls, 3000), saturation: ['-c', '32', '-m', '1'], fixedRate: ['-c', '8', '-m', '1', `--rps=${rate / 8}`] };
+  const h1 = { calls, rate, serialCalls: Math.min(3000, Math.round(calls / 5)), saturation: ['-c', '32', '-m', '1'], fixedRate: ['-c', '8', '-m', '1', `--rps=${rate / 8}`] };
   return [
     { id: 'grpc-256', title: 'gRPC unary, 256 B messages (h2c)', frontend: 'h2c', upstreamProto: 'h2', path: '/bench.v1.BenchService/Unary', request: ['-d', join(work, 'unary.bin'), ...GRPC_HEADERS], ...h2(calls, rate) },
     { id: 'grpc-256-tls', title: 'gRPC unary, 256 B messages, TLS (ALPN h2) from the client, h2c to the upstream', frontend: 'tls', upstreamProto: 'h2', path: '/bench.v1.BenchService/Unary', request: ['-d', join(work, 'unary.bin'), ...GRPC_HEADERS], ...h2(calls, rate) },
