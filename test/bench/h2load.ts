@@ -1,7 +1,7 @@
 // h2load (Debian nghttp2-client) as the load generator of the benchmarks: run it
 // pinned to the load core, and read its summary and its per-request log.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -46,6 +46,8 @@ const logDir = mkdtempSync(join(tmpdir(), 'rpcscope-bench-h2load-'));
  */
 export function h2load(url: string, shape: readonly string[], request: readonly string[], calls: number, core: string | undefined): Load {
   const log = join(logDir, 'requests.log');
+  // h2load appends to its log file: a run must not read the previous run's calls.
+  rmSync(log, { force: true });
   // h2load refuses fewer calls than connections.
   const clients = shape.includes('-c') ? Number(shape[shape.indexOf('-c') + 1]) : 1;
   const argv = ['-n', String(Math.max(calls, clients)), ...shape, ...request, `--log-file=${log}`, url];

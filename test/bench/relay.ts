@@ -17,7 +17,7 @@
 //   node --import tsx test/bench/relay.ts [--rounds 3] [--calls 20000] [--rate 2000]
 //       [--quick] [--only relay,nginx,grpc-256,...] [--node 20|24|both] [--no-pin]
 //
-// --quick: 5,000 calls at saturation, 1,000 calls/s, one round (a few minutes).
+// --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
 // --only: the peers (direct, relay, terminate, floor, nginx, haproxy, nghttpx, rss)
 // and workloads (grpc-256, grpc-256-tls, grpc-order, rest-order-h1, stream-1000)
 // to run; a list naming no peer keeps every peer, and likewise for workloads.
@@ -45,6 +45,8 @@ const NODES = value('--node') ?? 'both';
 const ONLY = (value('--only') ?? '').split(',').filter(Boolean);
 const PROXY_CORE = flag('--no-pin') ? undefined : '0';
 const LOAD_CORE = flag('--no-pin') ? undefined : '1';
+/** How long the fixed-rate phase lasts at most, s. */
+const FIXED_SECONDS = QUICK ? 2 : 5;
 /** 10 connections × 100 streams: the concurrency the memory row is read at. */
 const CONCURRENT_STREAMS = 1000;
 
@@ -124,38 +126,42 @@ const loadAtStart = loadAverage();
 const date = new Date();
 const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
 const file = join(resultsDir, `load-${date.toISOString().replace(/[:.]/g, '-')}.json`);
-/** The proxy running now, stopped on Ctrl-C with the upstreams so that none is left behind. */
-let current: Target | undefined;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    void (async () => {
-      await current?.stop();
-      for (const u of upstreams) u.stop();
-      errors.push(`interrupted by ${signal}: the tables hold what was measured before`);
-      report();
-      process.exit(130);
-    })();
-  });
+/**
+ * Ctrl-C (or SIGTERM) ends the run between two h2load runs: the proxy running
+ * and the upstreams are stopped and the figures so far written, so that
+ * nothing is left behind. A signal is seen only when the event loop turns,
+ * hence the checkpoints between the (synchronous) h2load runs.
+ */
+let interrupted: NodeJS.Signals | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted = signal));
+class Interrupted extends Error {}
+async function checkpoint(): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  if (interrupted) throw new Interrupted(interrupted);
 }
 
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const w of selected) {
       for (const p of peers) {
-        const t = (current = await started(p, routeOf(w)));
+        await checkpoint();
+        const t = await started(p, routeOf(w));
         if (!t) continue;
         process.stderr.write(`round ${round}: ${w.id} ${p.name}${p.node ? ` (Node ${p.node})` : ''}\n`);
         try {
           // Warm the JIT and the connections before measuring.
           h2load(t.url + w.path, w.saturation, w.request, Math.ceil(w.calls / 4), LOAD_CORE);
+          await checkpoint();
           const saturation = measure(t, w, w.saturation, w.calls);
-          const fixedRate = measure(t, w, w.fixedRate, Math.min(w.calls, w.rate * 5));
+          await checkpoint();
+          const fixedRate = measure(t, w, w.fixedRate, Math.min(w.calls, w.rate * FIXED_SECONDS));
+          await checkpoint();
           const serial = measure(t, w, ['-c', '1', '-m', '1'], w.serialCalls);
           samples.push({ workload: w.id, target: p.name, node: p.node ?? '', round, saturation, fixedRate, serial });
         } catch (err) {
+          if (err instanceof Interrupted) throw err;
           errors.push(`${w.id}, ${p.name}${p.node ? ` (Node ${p.node})` : ''}: ${(err as Error).message.split('\n')[0]}`);
         } finally {
-          current = undefined;
           await t.stop();
         }
       }
@@ -164,27 +170,33 @@ try {
     }
   }
   if (runRss) await measureMemory();
+} catch (err) {
+  if (!(err instanceof Interrupted)) throw err;
+  errors.push(`interrupted by ${interrupted}: the tables hold what was measured before`);
 } finally {
   for (const u of upstreams) u.stop();
 }
 report();
+if (interrupted) process.exitCode = 130;
 
 /** Each proxy fresh: its RSS idle, then its peak with CONCURRENT_STREAMS server streams open at once. */
 async function measureMemory(): Promise<void> {
   const stream = allWorkloads.find((w) => w.id === 'stream-1000')!;
   for (const p of peers.filter((x) => x.key !== 'direct')) {
-    const t = (current = await started(p, routeOf(stream)));
+    await checkpoint();
+    const t = await started(p, routeOf(stream));
     if (!t) continue;
     process.stderr.write(`memory: ${p.name}${p.node ? ` (Node ${p.node})` : ''}\n`);
     try {
       await new Promise((r) => setTimeout(r, 1000));
+      await checkpoint();
       const idleMiB = rssMiB(t.pid!);
       const load = h2load(t.url + stream.path, ['-c', String(CONCURRENT_STREAMS / 100), '-m', '100'], stream.request, QUICK ? CONCURRENT_STREAMS : 2 * CONCURRENT_STREAMS, LOAD_CORE);
       rss.push({ target: p.name, node: p.node ?? '', idleMiB, peakMiB: peakRssMiB(t.pid!), failed: load.failed });
     } catch (err) {
+      if (err instanceof Interrupted) throw err;
       errors.push(`memory, ${p.name}: ${(err as Error).message.split('\n')[0]}`);
     } finally {
-      current = undefined;
       await t.stop();
     }
   }
