@@ -18,9 +18,15 @@
 //       [--quick] [--only relay,nginx,grpc-256,...] [--node 20|24|both] [--no-pin]
 //
 // --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
-// --only: the peers (direct, relay, terminate, floor, nginx, haproxy, nghttpx, rss)
+// --only: the peers (direct, relay, terminate, floor, nginx, haproxy, nghttpx)
 // and workloads (grpc-256, grpc-256-tls, grpc-order, rest-order-h1, stream-1000)
 // to run; a list naming no peer keeps every peer, and likewise for workloads.
+// The memory rows run for the peers named (all, without --only); `rss` adds them
+// to a list that names only workloads. Ctrl-C stops the run with what it measured.
+//
+// The figures to quote come from a quiet machine (load average below the core
+// count, printed with the tables) and this command, 30 to 40 minutes:
+//   node --import tsx test/bench/relay.ts --rounds 3
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
