@@ -1,237 +1,259 @@
-// The inbound HTTP/2 fast path against its peers, side by side in one run:
-// gRPC unary calls (256-byte messages) to a fast h2c upstream (nghttpd from
-// Debian's nghttp2-server), directly and through rpcscope's relay
-// (--data-plane relay), rpcscope terminating each call (--data-plane
-// terminate) and nginx grpc_pass. Each proxy is pinned to core 0 and h2load
-// to core 1; a proxy's CPU comes from /proc/<pid>/stat (utime + stime).
-// Three loads: saturation (-c 16 -m 10), a fixed rate (h2load --rps), and one
-// call at a time (c=1), whose median latency less the direct one is the
-// latency the proxy adds. Prints a Markdown table and writes JSON under
-// test/bench/results/. Figures to compare, not assertions.
-//   node --import tsx test/bench/relay.ts [--calls 20000] [--rate 2000] [--rounds 1]
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+// The load benchmark: rpcscope's inbound data planes against the proxies a user
+// would pick instead, side by side in one run, on fast upstreams (nghttpd for
+// HTTP/2, a static nginx for HTTP/1.1) so the proxy's cost is what differs.
+// Rows: direct, rpcscope relay and terminate and the minimal node:http2
+// pass-through (each on Node 20, this `node`, and Node 24 from the npm
+// registry), nginx (grpc_pass / proxy_pass), HAProxy (proto h2) and nghttpx.
+// Workloads: gRPC unary 256 B (h2c, and TLS), the demo's 18-field order as
+// gRPC and as REST JSON over HTTP/1.1, a 1,000-message server stream. Each
+// proxy is pinned to core 0 and h2load to core 1; a proxy's CPU comes from
+// /proc/<pid>/stat (utime + stime). Three loads: saturation, a fixed rate
+// (h2load --rps), and one call at a time (c=1), whose median latency less the
+// direct one is the latency the proxy adds. Then each proxy fresh: idle RSS,
+// and peak RSS with 1,000 server streams open at once. Prints Markdown tables
+// and writes JSON and Markdown under test/bench/results/. Figures to compare,
+// not assertions.
+//
+//   node --import tsx test/bench/relay.ts [--rounds 3] [--calls 20000] [--rate 2000]
+//       [--quick] [--only relay,nginx,grpc-256,...] [--node 20|24|both] [--no-pin]
+//
+// --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
+// --only: the peers (direct, relay, terminate, floor, nginx, haproxy, nghttpx)
+// and workloads (grpc-256, grpc-256-tls, grpc-order, rest-order-h1, stream-1000)
+// to run; a list naming no peer keeps every peer, and likewise for workloads.
+// The memory rows run for the peers named (all, without --only); `rss` adds them
+// to a list that names only workloads. Ctrl-C stops the run with what it measured.
+//
+// The figures to quote come from a quiet machine (load average below the core
+// count, printed with the tables) and this command, 30 to 40 minutes:
+//   node --import tsx test/bench/relay.ts --rounds 3
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
+import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
+import { cpuSeconds, loadAverage, machine, peakRssMiB, rssMiB } from './bench-stats.ts';
+import { loadTable, rssTable, summarize, type Phase, type RssRow, type Sample } from './bench-report.ts';
+import { h2load } from './h2load.ts';
+import { node24 } from './node24.ts';
+import { direct, haproxy, nghttpx, nginx, nodeFloor, rpcscope, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
+import { startNghttpd, startStaticNginx, type Upstream } from './upstreams.ts';
+import { STREAM_MESSAGES, workloads, writeFiles, type Workload } from './workloads.ts';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: number): number => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
-const CALLS = opt('--calls', 20_000);
-const RATE = opt('--rate', 2000);
-const ROUNDS = opt('--rounds', 1);
-const CLK_TCK = 100;
-const PROXY_CORE = '0';
-const LOAD_CORE = '1';
+const flag = (name: string): boolean => args.includes(name);
+const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const QUICK = flag('--quick');
+const ROUNDS = Number(value('--rounds') ?? 1);
+const CALLS = Number(value('--calls') ?? (QUICK ? 5000 : 20_000));
+const RATE = Number(value('--rate') ?? (QUICK ? 1000 : 2000));
+const NODES = value('--node') ?? 'both';
+const ONLY = (value('--only') ?? '').split(',').filter(Boolean);
+const PROXY_CORE = flag('--no-pin') ? undefined : '0';
+const LOAD_CORE = flag('--no-pin') ? undefined : '1';
+/** How long the fixed-rate phase lasts at most, s. */
+const FIXED_SECONDS = QUICK ? 2 : 5;
+/** 10 connections × 100 streams: the concurrency the memory row is read at. */
+const CONCURRENT_STREAMS = 1000;
 
-const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-relay-'));
-const GRPC_MESSAGE = Buffer.concat([Buffer.from([0, 0, 0, 1, 0]), Buffer.alloc(256, 1)]);
-writeFileSync(join(work, 'request.bin'), GRPC_MESSAGE);
-mkdirSync(join(work, 'docroot'));
-// nghttpd answers every POST with the file at its path: one 256-byte gRPC message.
-writeFileSync(join(work, 'docroot', 'Unary'), GRPC_MESSAGE);
-const PATH = '/Unary';
-const H2LOAD_GRPC = ['-d', join(work, 'request.bin'), '-H', 'content-type: application/grpc', '-H', 'te: trailers'];
+for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE]] as const) {
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);
+}
+if (!['20', '24', 'both'].includes(NODES)) throw new Error(`--node must be 20, 24 or both, got ${NODES}`);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
+const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-load-'));
+const cert = makeSelfSignedCert();
+const ctx: BenchContext = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: PROXY_CORE };
+const files = writeFiles(work);
+
+const nodes: { version: string; bin: string }[] = [];
+if (NODES !== '24') nodes.push({ version: process.versions.node.split('.')[0]!, bin: process.execPath });
+if (NODES !== '20') {
+  const n = node24();
+  if ('error' in n) process.stderr.write(`Node 24 rows skipped: ${n.error}\n`);
+  else nodes.push({ version: '24', bin: n.bin });
 }
 
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const c = net.connect(port, '127.0.0.1', () => {
-        c.destroy();
-        resolve(true);
-      });
-      c.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`nothing listens on ${port}`);
+const allPeers: Peer[] = [
+  direct,
+  ...nodes.flatMap((n) => [rpcscope('relay', n.version, n.bin), rpcscope('terminate', n.version, n.bin)]),
+  ...nodes.map((n) => nodeFloor(n.version, n.bin)),
+  nginx,
+  haproxy,
+  nghttpx,
+];
+const allWorkloads = workloads(work, files, CALLS, RATE);
+const peerKeys = new Set([...allPeers.map((p) => p.key), 'rss']);
+const workloadIds = new Set(allWorkloads.map((w) => w.id));
+const unknown = ONLY.filter((o) => !peerKeys.has(o) && !workloadIds.has(o));
+if (unknown.length) throw new Error(`--only: unknown ${unknown.join(', ')} (peers: ${[...peerKeys].join(', ')}; workloads: ${[...workloadIds].join(', ')})`);
+const onlyPeers = ONLY.filter((o) => peerKeys.has(o) && o !== 'rss');
+const onlyWorkloads = ONLY.filter((o) => workloadIds.has(o));
+const peers = onlyPeers.length ? allPeers.filter((p) => p.key === 'direct' || onlyPeers.includes(p.key)) : allPeers;
+const selected = onlyWorkloads.length ? allWorkloads.filter((w) => onlyWorkloads.includes(w.id)) : allWorkloads;
+const runRss = !ONLY.length || ONLY.includes('rss') || onlyPeers.length > 0;
+
+const upstreams: Upstream[] = [];
+const h2c = await startNghttpd(files.docroot);
+upstreams.push(h2c);
+const h2tls = await startNghttpd(files.docroot, cert);
+upstreams.push(h2tls);
+const h1 = selected.some((w) => w.upstreamProto === 'h1') ? await startStaticNginx(work, files.docroot) : undefined;
+if (h1) upstreams.push(h1);
+
+function routeOf(w: Workload): Route {
+  if (w.upstreamProto === 'h1') return { frontend: w.frontend, upstream: h1!.url, upstreamProto: 'h1', direct: h1!.url };
+  return { frontend: w.frontend, upstream: h2c.url, upstreamProto: 'h2', direct: w.frontend === 'tls' ? h2tls.url : h2c.url };
 }
 
-/** utime + stime of a process, in seconds (Linux /proc). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+function measure(t: Target, w: Workload, shape: string[], calls: number): Phase {
+  const c0 = t.pid ? cpuSeconds(t.pid) : 0;
+  const load = h2load(t.url + w.path, shape, w.request, calls, LOAD_CORE);
+  return { ...load, cpuUsPerCall: t.pid ? ((cpuSeconds(t.pid) - c0) / ((load.ok + load.failed) || calls)) * 1e6 : NaN };
 }
 
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
-
-interface Load {
-  rps: number;
-  ok: number;
-  failed: number;
-  p50Us: number;
-}
-
-function h2load(url: string, shape: string[], calls: number): Load {
-  const log = join(work, 'h2load.log');
-  const r = spawnSync('taskset', ['-c', LOAD_CORE, 'h2load', '-n', String(calls), ...shape, ...H2LOAD_GRPC, `--log-file=${log}`, url + PATH], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`h2load failed: ${r.stderr || r.stdout}`);
-  const rps = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(r.stdout)?.[1]);
-  const status = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed/.exec(r.stdout);
-  const durations = readFileSync(log, 'utf8').trim().split('\n').map((l) => Number(l.split('\t')[2])).sort((a, b) => a - b);
-  return { rps, ok: Number(status?.[1]), failed: Number(status?.[2]), p50Us: durations[Math.floor(durations.length / 2)] ?? NaN };
-}
-
-interface Target {
-  name: string;
-  url: string;
-  /** The process whose CPU is the proxy's (undefined for direct). */
-  pid: number | undefined;
-  /** Its resident memory once started, before any call. */
-  idleRssMiB: number;
-  stop(): Promise<void>;
-}
-
-async function startNghttpd(): Promise<{ url: string; proc: ChildProcess }> {
-  const port = await freePort();
-  const proc = spawn('nghttpd', ['--no-tls', '-d', join(work, 'docroot'), String(port)], { stdio: 'ignore' });
-  await waitForPort(port);
-  return { url: `http://127.0.0.1:${port}`, proc };
-}
-
-async function startRpcscope(name: string, upstream: string, dataPlane: string): Promise<Target> {
-  const sc: SidecarProcess = await startSidecarProcess(['--upstream', upstream, '--data-plane', dataPlane, '--log-level', 'info']);
-  // bin/rpcscope execs node: the pid is the sidecar's. -a pins every thread (libuv's pool too).
-  spawnSync('taskset', ['-a', '-p', '-c', PROXY_CORE, String(sc.proc.pid)], { stdio: 'ignore' });
-  return { name, url: sc.url, pid: sc.proc.pid, idleRssMiB: rssMiB(sc.proc.pid!), stop: async () => void (await sc.stop()) };
-}
-
-/** nginx with grpc_pass, one worker pinned to the proxy core; its keep-alive pool toward the upstream as a user would set it. */
-async function startNginx(upstream: string): Promise<Target | undefined> {
-  if (spawnSync('sh', ['-c', 'command -v nginx']).status !== 0) return undefined;
-  const dir = mkdtempSync(join(work, 'nginx-'));
-  const port = await freePort();
-  writeFileSync(join(dir, 'nginx.conf'), `worker_processes 1; worker_cpu_affinity 1; daemon off; pid ${dir}/nginx.pid; error_log stderr error;
-events { worker_connections 4096; }
-http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
-  http2_max_requests 10000000; keepalive_requests 10000000;
-  upstream app { server ${new URL(upstream).host}; keepalive 64; keepalive_requests 10000000; }
-  server { listen 127.0.0.1:${port} http2; location / { grpc_pass grpc://app; } } }
-`);
-  const master = spawn('taskset', ['-c', PROXY_CORE, 'nginx', '-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'ignore' });
-  let workerPid = 0;
-  for (let i = 0; i < 50 && !workerPid; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    workerPid = Number(spawnSync('pgrep', ['-P', String(master.pid)], { encoding: 'utf8' }).stdout.trim().split('\n')[0]) || 0;
-  }
-  if (!workerPid) {
-    master.kill();
+const skipped = new Map<string, string>();
+const errors: string[] = [];
+async function started(p: Peer, route: Route): Promise<Target | undefined> {
+  try {
+    const t = await p.start(route, ctx);
+    if (typeof t === 'string') skipped.set(p.name, t);
+    return typeof t === 'string' ? undefined : t;
+  } catch (err) {
+    errors.push(`${p.name}${p.node ? ` (Node ${p.node})` : ''}: ${(err as Error).message}`);
     return undefined;
   }
-  await waitForPort(port);
-  return { name: 'nginx grpc_pass', url: `http://127.0.0.1:${port}`, pid: workerPid, idleRssMiB: rssMiB(workerPid), stop: async () => void master.kill('SIGQUIT') };
 }
 
-interface Row {
-  target: string;
-  round: number;
-  saturation: Load & { cpuUsPerCall: number };
-  fixedRate: Load & { cpuUsPerCall: number };
-  serial: Load & { cpuUsPerCall: number };
-  idleRssMiB: number;
-  rssMiB: number;
+const samples: Sample[] = [];
+const rss: RssRow[] = [];
+const t0 = Date.now();
+const loadAtStart = loadAverage();
+const date = new Date();
+const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
+const file = join(resultsDir, `load-${date.toISOString().replace(/[:.]/g, '-')}.json`);
+/**
+ * Ctrl-C (or SIGTERM) ends the run between two h2load runs: the proxy running
+ * and the upstreams are stopped and the figures so far written, so that
+ * nothing is left behind. A signal is seen only when the event loop turns,
+ * hence the checkpoints between the (synchronous) h2load runs.
+ */
+let interrupted: NodeJS.Signals | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted = signal));
+class Interrupted extends Error {}
+async function checkpoint(): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  if (interrupted) throw new Interrupted(interrupted);
 }
 
-function measure(t: Target, shape: string[], calls: number): Load & { cpuUsPerCall: number } {
-  const c0 = t.pid ? cpuSeconds(t.pid) : 0;
-  const load = h2load(t.url, shape, calls);
-  const cpuUsPerCall = t.pid ? ((cpuSeconds(t.pid) - c0) / calls) * 1e6 : NaN;
-  return { ...load, cpuUsPerCall };
-}
-
-const SATURATION = ['-c', '16', '-m', '10'];
-const FIXED_RATE = ['-c', '4', '-m', '10', `--rps=${RATE / 4}`];
-const SERIAL = ['-c', '1', '-m', '1'];
-const fixedRateCalls = Math.min(CALLS, RATE * 5);
-const serialCalls = Math.min(CALLS, 3000);
-
-const upstream = await startNghttpd();
-const rows: Row[] = [];
 try {
   for (let round = 1; round <= ROUNDS; round++) {
-    const starters: (() => Promise<Target | undefined>)[] = [
-      async () => ({ name: 'direct (nghttpd)', url: upstream.url, pid: undefined, idleRssMiB: NaN, stop: async () => {} }),
-      () => startRpcscope('rpcscope relay', upstream.url, 'relay'),
-      () => startRpcscope('rpcscope terminate', upstream.url, 'terminate'),
-      () => startNginx(upstream.url),
-    ];
-    for (const start of starters) {
-      const t = await start();
-      if (!t) {
-        process.stderr.write('nginx not installed: skipped\n');
-        continue;
+    for (const w of selected) {
+      for (const p of peers) {
+        await checkpoint();
+        const t = await started(p, routeOf(w));
+        if (!t) continue;
+        process.stderr.write(`round ${round}: ${w.id} ${p.name}${p.node ? ` (Node ${p.node})` : ''}\n`);
+        try {
+          // Warm the JIT and the connections before measuring.
+          h2load(t.url + w.path, w.saturation, w.request, Math.ceil(w.calls / 4), LOAD_CORE);
+          await checkpoint();
+          const saturation = measure(t, w, w.saturation, w.calls);
+          await checkpoint();
+          const fixedRate = measure(t, w, w.fixedRate, Math.min(w.calls, w.rate * FIXED_SECONDS));
+          await checkpoint();
+          const serial = measure(t, w, ['-c', '1', '-m', '1'], w.serialCalls);
+          samples.push({ workload: w.id, target: p.name, node: p.node ?? '', round, saturation, fixedRate, serial });
+        } catch (err) {
+          if (err instanceof Interrupted) throw err;
+          errors.push(`${w.id}, ${p.name}${p.node ? ` (Node ${p.node})` : ''}: ${(err as Error).message.split('\n')[0]}`);
+        } finally {
+          await t.stop();
+        }
       }
-      try {
-        // Warm the JIT and the connections before measuring.
-        h2load(t.url, SATURATION, 5000);
-        const saturation = measure(t, SATURATION, CALLS);
-        const fixedRate = measure(t, FIXED_RATE, fixedRateCalls);
-        const serial = measure(t, SERIAL, serialCalls);
-        rows.push({ target: t.name, round, saturation, fixedRate, serial, idleRssMiB: t.idleRssMiB, rssMiB: t.pid ? rssMiB(t.pid) : NaN });
-      } finally {
-        await t.stop();
-      }
+      // Written after every workload, so that a long run that is cut short keeps its figures.
+      report(true);
     }
   }
+  if (runRss) await measureMemory();
+} catch (err) {
+  if (!(err instanceof Interrupted)) throw err;
+  errors.push(`interrupted by ${interrupted}: the tables hold what was measured before`);
 } finally {
-  upstream.proc.kill('SIGTERM');
+  for (const u of upstreams) u.stop();
+}
+report();
+if (interrupted) process.exitCode = 130;
+
+/** Each proxy fresh: its RSS idle, then its peak with CONCURRENT_STREAMS server streams open at once. */
+async function measureMemory(): Promise<void> {
+  const stream = allWorkloads.find((w) => w.id === 'stream-1000')!;
+  for (const p of peers.filter((x) => x.key !== 'direct')) {
+    await checkpoint();
+    const t = await started(p, routeOf(stream));
+    if (!t) continue;
+    process.stderr.write(`memory: ${p.name}${p.node ? ` (Node ${p.node})` : ''}\n`);
+    try {
+      await new Promise((r) => setTimeout(r, 1000));
+      await checkpoint();
+      const idleMiB = rssMiB(t.pid!);
+      const load = h2load(t.url + stream.path, ['-c', String(CONCURRENT_STREAMS / 100), '-m', '100'], stream.request, QUICK ? CONCURRENT_STREAMS : 2 * CONCURRENT_STREAMS, LOAD_CORE);
+      rss.push({ target: p.name, node: p.node ?? '', idleMiB, peakMiB: peakRssMiB(t.pid!), failed: load.failed });
+    } catch (err) {
+      if (err instanceof Interrupted) throw err;
+      errors.push(`memory, ${p.name}: ${(err as Error).message.split('\n')[0]}`);
+    } finally {
+      await t.stop();
+    }
+  }
 }
 
-const median = (xs: number[]): number => {
-  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)]! : NaN;
-};
-const names = [...new Set(rows.map((r) => r.target))];
-const directP50 = median(rows.filter((r) => r.target.startsWith('direct')).map((r) => r.serial.p50Us));
-const summary = names.map((name) => {
-  const rs = rows.filter((r) => r.target === name);
-  const m = (f: (r: Row) => number): number => median(rs.map(f));
-  return {
-    target: name,
-    saturationRps: m((r) => r.saturation.rps),
-    saturationCpuUs: m((r) => r.saturation.cpuUsPerCall),
-    fixedRateRps: m((r) => r.fixedRate.rps),
-    fixedRateCpuUs: m((r) => r.fixedRate.cpuUsPerCall),
-    serialP50Us: m((r) => r.serial.p50Us),
-    addedP50Us: name.startsWith('direct') ? 0 : m((r) => r.serial.p50Us) - directP50,
-    failed: rs.reduce((n, r) => n + r.saturation.failed + r.fixedRate.failed + r.serial.failed, 0),
-    idleRssMiB: m((r) => r.idleRssMiB),
-    rssMiB: m((r) => r.rssMiB),
-  };
-});
+/** Tables and files from what was measured so far; `partial` writes them without printing. */
+function report(partial = false): void {
+  const summary = summarize(samples);
+  const m = machine();
+  const header = [
+    `### Load benchmark, ${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    '',
+    `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; Node ${nodes.map((n) => n.version).join(' and ')} for the Node rows; ` +
+      `${PROXY_CORE === undefined ? 'nothing pinned' : `proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}, upstreams unpinned`}; ` +
+      `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10; HTTP/1.1 c32), ${RATE} calls/s fixed rate, c=1 for the added p50. ` +
+      `CPU per call is the proxy process's utime + stime (10 ms ticks) over the calls; ×nginx is the row's figure over nginx's in the same table. ` +
+      `Load average ${loadAtStart} at the start, ${loadAverage()} at the end${Math.max(loadAtStart, loadAverage()) > m.cores ? ': other work shared the cores, so the figures are noisy' : ''}.`,
+  ].join('\n');
+  const tables = selected
+    .filter((w) => summary.some((s) => s.workload === w.id))
+    .map((w) => loadTable(w.title, w.rate, summary.filter((s) => s.workload === w.id)));
+  if (rss.length) tables.push(rssTable(CONCURRENT_STREAMS, rss));
+  const notes = [
+    ...[...skipped].map(([name, why]) => `- ${name} skipped: ${why}`),
+    ...errors.map((e) => `- error: ${e}`),
+    `- ${Math.round((Date.now() - t0) / 1000)} s; command: node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
+  ];
+  const markdown = [header, ...tables, notes.join('\n')].join('\n\n') + '\n';
 
-const f0 = (x: number): string => (Number.isNaN(x) ? '' : x.toFixed(0));
-const f1 = (x: number): string => (Number.isNaN(x) ? '' : x.toFixed(1));
-const table = [
-  `gRPC unary, 256 B messages, nghttpd upstream; proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}; ${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}`,
-  '',
-  `| | saturation (c16 m10) req/s | CPU µs/call | ${RATE} calls/s: CPU µs/call | c=1 p50 µs | added p50 µs | failed | RSS MiB idle / after |`,
-  '|---|---|---|---|---|---|---|---|',
-  ...summary.map((s) => `| ${s.target} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${f1(s.fixedRateCpuUs)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${s.failed} | ${f0(s.idleRssMiB)} / ${f0(s.rssMiB)} |`),
-].join('\n');
-process.stdout.write(table + '\n');
-
-const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
-mkdirSync(resultsDir, { recursive: true });
-const file = join(resultsDir, `relay-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ node: process.version, calls: CALLS, rate: RATE, rounds: ROUNDS, summary, rows }, null, 2) + '\n');
-process.stdout.write(`\nwritten: ${file}\n`);
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        date: date.toISOString(),
+        machine: m,
+        command: `node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
+        nodes: nodes.map((n) => n.version),
+        loadAverage: { start: loadAtStart, end: loadAverage() },
+        settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, concurrentStreams: CONCURRENT_STREAMS, streamMessages: STREAM_MESSAGES },
+        workloads: selected.map(({ id, title, path, calls, rate, serialCalls, saturation, fixedRate }) => ({ id, title, path, calls, rate, serialCalls, saturation, fixedRate })),
+        summary,
+        rss,
+        skipped: Object.fromEntries(skipped),
+        errors,
+        samples,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  writeFileSync(file.replace(/\.json$/, '.md'), markdown);
+  if (!partial) process.stdout.write(`\n${markdown}\nwritten: ${file} (and .md)\n`);
+}

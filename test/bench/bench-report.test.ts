@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { increasePercent, loadTable, lossPercent, median, ratio, rssTable, summarize, type Phase, type Sample } from './bench-report.ts';
+import { parseH2load, percentile } from './h2load.ts';
+
+const phase = (cpuUsPerCall: number, p50Us: number, rps = 1000): Phase => ({ rps, ok: 100, failed: 0, p50Us, p99Us: p50Us * 2, cpuUsPerCall });
+const sample = (target: string, round: number, cpu: number, p50: number, node = ''): Sample => ({
+  workload: 'grpc-256',
+  target,
+  node,
+  round,
+  saturation: phase(cpu, p50),
+  fixedRate: phase(cpu * 2, p50),
+  serial: phase(cpu * 3, p50),
+});
+
+test('median takes the middle of odd counts, the mean of the two middles of even counts, and ignores NaN', () => {
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.equal(median([NaN, 5]), 5);
+  assert.ok(Number.isNaN(median([])));
+});
+
+test('ratios and percentages are NaN where the base is missing or zero', () => {
+  assert.equal(ratio(10, 40), 0.25);
+  assert.ok(Number.isNaN(ratio(10, 0)));
+  assert.ok(Number.isNaN(ratio(NaN, 1)));
+  assert.equal(lossPercent(85, 100), 15.000000000000002);
+  assert.equal(increasePercent(150, 100), 50);
+});
+
+test('summarize takes medians over rounds, subtracts the direct c=1 latency and divides by nginx in the same workload', () => {
+  const samples = [
+    sample('direct', 1, NaN, 500),
+    sample('direct', 2, NaN, 700),
+    sample('nginx', 1, 50, 660),
+    sample('nginx', 2, 60, 700),
+    sample('nginx', 3, 70, 1000),
+    sample('rpcscope relay', 1, 10, 700, '20'),
+    sample('rpcscope relay', 2, 14, 760, '20'),
+  ];
+  const rows = summarize(samples);
+  const by = (t: string) => rows.find((r) => r.target === t)!;
+  assert.equal(by('direct').addedP50Us, 0);
+  assert.ok(Number.isNaN(by('direct').vsNginx.saturationCpu));
+  assert.equal(by('nginx').saturationCpuUs, 60);
+  assert.equal(by('nginx').addedP50Us, 100);
+  assert.equal(by('rpcscope relay').saturationCpuUs, 12);
+  assert.equal(by('rpcscope relay').vsNginx.saturationCpu, 0.2);
+  assert.equal(by('rpcscope relay').vsNginx.fixedRateCpu, 0.2);
+  assert.equal(by('rpcscope relay').addedP50Us, 130);
+  assert.equal(by('rpcscope relay').vsNginx.addedP50, 1.3);
+  assert.equal(by('rpcscope relay').node, '20');
+});
+
+test('the tables name Node rows by version and show a dash for what was not measured', () => {
+  const rows = summarize([sample('direct', 1, NaN, 500), sample('nginx', 1, 50, 600), sample('rpcscope relay', 1, 10, 550, '24')]);
+  const table = loadTable('gRPC unary', 2000, rows).split('\n');
+  assert.equal(table[2], '| | saturation calls/s | CPU µs/call | ×nginx | 2000/s: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |');
+  assert.equal(table[4], '| direct | 1000 | – | – | – | – | 500 | 0 | – | 0 |');
+  assert.equal(table[6], '| rpcscope relay (Node 24) | 1000 | 10.0 | 0.20× | 20.0 | 0.20× | 550 | 50 | 0.50× | 0 |');
+  assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | 0 |');
+});
+
+test('parseH2load reads the rate, the outcome and the latency percentiles of its log', () => {
+  const stdout = 'finished in 1.02s, 19607.84 req/s, 5.21MB/s\nrequests: 200 total, 200 started, 200 done, 198 succeeded, 2 failed, 0 errored, 0 timeout\n';
+  const log = Array.from({ length: 200 }, (_, i) => `1700000000000000\t200\t${200 - i}`).join('\n') + '\n';
+  assert.deepEqual(parseH2load(stdout, log), { rps: 19607.84, ok: 198, failed: 2, p50Us: 100, p99Us: 198 });
+  assert.equal(percentile([1, 2, 3, 4], 0.5), 2);
+  assert.ok(Number.isNaN(percentile([], 0.5)));
+});

@@ -1,0 +1,141 @@
+// The arithmetic and the tables of the benchmarks, apart from running them:
+// medians of rounds, the latency a proxy adds over the direct path, ratios
+// against nginx, and the Markdown the results files and the terminal show.
+import type { Load } from './h2load.ts';
+
+export interface Phase extends Load {
+  /** The proxy's CPU time per call, µs (NaN where no proxy process runs). */
+  cpuUsPerCall: number;
+}
+
+/** One target under one workload in one round. */
+export interface Sample {
+  workload: string;
+  target: string;
+  /** The Node version for Node rows, '' for the others. */
+  node: string;
+  round: number;
+  saturation: Phase;
+  fixedRate: Phase;
+  serial: Phase;
+}
+
+export interface Summary {
+  workload: string;
+  target: string;
+  node: string;
+  saturationRps: number;
+  saturationCpuUs: number;
+  saturationP50Us: number;
+  saturationP99Us: number;
+  fixedRateRps: number;
+  fixedRateCpuUs: number;
+  serialP50Us: number;
+  /** c=1 median latency less the direct path's in the same workload. */
+  addedP50Us: number;
+  failed: number;
+  /** This row's figure over nginx's in the same workload (NaN where either is missing). */
+  vsNginx: { saturationCpu: number; fixedRateCpu: number; addedP50: number };
+}
+
+export function median(xs: readonly number[]): number {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** a / b, or NaN when either is unknown or b is not positive. */
+export function ratio(a: number, b: number): number {
+  return Number.isNaN(a) || Number.isNaN(b) || b <= 0 ? NaN : a / b;
+}
+
+/** How much lower `value` is than `base`, in percent (throughput lost). */
+export function lossPercent(value: number, base: number): number {
+  return (1 - ratio(value, base)) * 100;
+}
+
+/** How much higher `value` is than `base`, in percent (latency added). */
+export function increasePercent(value: number, base: number): number {
+  return (ratio(value, base) - 1) * 100;
+}
+
+export const DIRECT = 'direct';
+export const NGINX = 'nginx';
+
+/** Medians over rounds per workload and target, with the added latency and the ratios against nginx. */
+export function summarize(samples: readonly Sample[]): Summary[] {
+  const keys = [...new Map(samples.map((s) => [`${s.workload}\0${s.target}\0${s.node}`, s])).values()];
+  const base = keys.map((k) => {
+    const rs = samples.filter((s) => s.workload === k.workload && s.target === k.target && s.node === k.node);
+    const m = (f: (s: Sample) => number): number => median(rs.map(f));
+    return {
+      workload: k.workload,
+      target: k.target,
+      node: k.node,
+      saturationRps: m((s) => s.saturation.rps),
+      saturationCpuUs: m((s) => s.saturation.cpuUsPerCall),
+      saturationP50Us: m((s) => s.saturation.p50Us),
+      saturationP99Us: m((s) => s.saturation.p99Us),
+      fixedRateRps: m((s) => s.fixedRate.rps),
+      fixedRateCpuUs: m((s) => s.fixedRate.cpuUsPerCall),
+      serialP50Us: m((s) => s.serial.p50Us),
+      failed: rs.reduce((n, s) => n + s.saturation.failed + s.fixedRate.failed + s.serial.failed, 0),
+    };
+  });
+  const directP50 = (w: string): number => base.find((b) => b.workload === w && b.target === DIRECT)?.serialP50Us ?? NaN;
+  const withAdded = base.map((b) => ({ ...b, addedP50Us: b.target === DIRECT ? 0 : b.serialP50Us - directP50(b.workload) }));
+  return withAdded.map((b) => {
+    // The direct path is the baseline, not a proxy: it gets no ratio.
+    const n = b.target === DIRECT ? undefined : withAdded.find((x) => x.workload === b.workload && x.target === NGINX);
+    return {
+      ...b,
+      vsNginx: {
+        saturationCpu: ratio(b.saturationCpuUs, n?.saturationCpuUs ?? NaN),
+        fixedRateCpu: ratio(b.fixedRateCpuUs, n?.fixedRateCpuUs ?? NaN),
+        addedP50: ratio(b.addedP50Us, n?.addedP50Us ?? NaN),
+      },
+    };
+  });
+}
+
+const fixed = (digits: number) => (x: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
+export const f0 = fixed(0);
+export const f1 = fixed(1);
+const times = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '–');
+
+export const rowName = (target: string, node: string): string => (node ? `${target} (Node ${node})` : target);
+
+/** One workload's Markdown table: saturation, the fixed rate and c=1, each against nginx. */
+export function loadTable(title: string, rate: number, rows: readonly Summary[]): string {
+  return [
+    `#### ${title}`,
+    '',
+    `| | saturation calls/s | CPU µs/call | ×nginx | ${rate}/s: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |`,
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (s) =>
+        `| ${rowName(s.target, s.node)} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${times(s.vsNginx.saturationCpu)} | ${f1(s.fixedRateCpuUs)} | ${times(s.vsNginx.fixedRateCpu)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${times(s.vsNginx.addedP50)} | ${s.failed} |`,
+    ),
+  ].join('\n');
+}
+
+export interface RssRow {
+  target: string;
+  node: string;
+  /** Resident memory a second after start, before any call, MiB. */
+  idleMiB: number;
+  /** The highest resident memory after 1,000 streams were open at once, MiB. */
+  peakMiB: number;
+  failed: number;
+}
+
+export function rssTable(streams: number, rows: readonly RssRow[]): string {
+  return [
+    `#### Memory: idle, and peak with ${streams} concurrent server streams`,
+    '',
+    '| | idle RSS MiB | peak RSS MiB | failed |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${rowName(r.target, r.node)} | ${f0(r.idleMiB)} | ${f0(r.peakMiB)} | ${r.failed} |`),
+  ].join('\n');
+}
