@@ -29,7 +29,8 @@ export class H1AgentPool {
   get(target: UpstreamUrl): http.Agent {
     let agent = this.agents.get(target.href);
     if (!agent) {
-      const opts = { keepAlive: true, scheduling: 'lifo' as const };
+      // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
+      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true };
       agent = target.tls ? new https.Agent({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
       const create = agent.createConnection.bind(agent);
       agent.createConnection = (options, cb) => {
