@@ -108,6 +108,8 @@ export class RelayConnection {
     this.upConn = { id: opts.nextConnId(), side: 'upstream', httpVersion: '2', peer: opts.target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
     this.fromClient = new FrameParser(this.clientSink(), true);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
+    // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
+    this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
     this.down.on('close', () => this.onClientClose());
     this.down.on('drain', () => this.up?.resume());
