@@ -241,7 +241,7 @@ export class ProxyListener {
       socket.once('close', () => clearTimeout(timer));
     }
     if (h2 && this.relays) {
-      this.relays.add(socket, conn);
+      this.relays.add(socket, conn, () => this.h2.emit('connection', socket));
     } else if (h2) {
       this.h2.emit('connection', socket);
     } else {

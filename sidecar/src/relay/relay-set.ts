@@ -18,8 +18,27 @@ export class RelaySet {
     this.connectFailures = new ConnectFailureLog(ctx.log);
   }
 
-  /** Relays `socket` (its first bytes, the preface, unread or put back) to the upstream. */
-  add(socket: net.Socket, conn: ConnectionRecord): void {
+  /**
+   * Relays `socket` (its first bytes, the preface, unread or put back) to the
+   * upstream, when the upstream speaks HTTP/2; otherwise `terminate` takes it.
+   * With --upstream-protocol auto and nothing learned yet, the connection waits
+   * (paused) for the one question per endpoint the terminating path asks too.
+   */
+  add(socket: net.Socket, conn: ConnectionRecord, terminate: () => void): void {
+    const { protocols, config } = this.ctx;
+    const version = protocols.versionFor(config.upstream, false, '2');
+    if (version === '1.1') return terminate();
+    if (version === '2') return this.relay(socket, conn);
+    socket.pause();
+    void protocols.learn(config.upstream, '2').then(() => {
+      if (socket.destroyed) return;
+      // Unreachable (nothing learned): the relay answers its calls as unreachable.
+      if (protocols.versionFor(config.upstream, false, '2') === '1.1') terminate();
+      else this.relay(socket, conn);
+    });
+  }
+
+  private relay(socket: net.Socket, conn: ConnectionRecord): void {
     const relay = new RelayConnection({
       ctx: this.ctx,
       conn,

@@ -26,6 +26,8 @@ describe('relayApplies', () => {
     assert.equal(relayApplies(config('--data-plane', 'relay', '--mode', 'outbound'), false), false);
     assert.equal(relayApplies(config('--data-plane', 'relay', '--grpc-upstream', 'http://127.0.0.1:9090'), false), false);
     assert.equal(relayApplies(config('--data-plane', 'relay'), true), false, 'tracing injects a traceparent');
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--upstream-protocol', 'http1'), false), false, 'an HTTP/1.1 upstream gets each call translated');
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--upstream-protocol', 'http2'), false), true);
   });
 
   it('refuses a data plane it does not know, naming the flag', () => {
