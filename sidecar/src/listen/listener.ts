@@ -14,7 +14,6 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
-import { noopTracing } from '../observe/call-tracing.ts';
 import { relayApplies } from '../relay/relay-applies.ts';
 import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from './reset-budget.ts';
@@ -75,7 +74,7 @@ export class ProxyListener {
       this.refuse(socket, '405 Method Not Allowed', NOT_A_TUNNEL);
     });
 
-    this.relays = relayApplies(ctx.config, ctx.tracing !== noopTracing) ? new RelaySet(ctx, nextConnId) : undefined;
+    this.relays = relayApplies(ctx.config) ? new RelaySet(ctx, nextConnId) : undefined;
     this.h2 = http2.createServer({ settings: H2_SETTINGS });
     // Streams are taken from each session's own 'stream' event (trackSession), not
     // the server's: a stream may be emitted after its session was destroyed, when

@@ -1,8 +1,9 @@
 // Which data plane an HTTP/2 connection gets. The relay passes frames through
 // to one upstream connection and so cannot do what needs a call of its own on
 // the upstream side: pick an upstream per call (outbound balancing,
-// --grpc-upstream), speak HTTP/1.1 to the upstream, or inject a traceparent.
-// Those keep the terminating path (node:http2).
+// --grpc-upstream) or speak HTTP/1.1 to the upstream. Those keep the
+// terminating path (node:http2). Tracing does not: the relay writes the
+// client's header blocks anew to inject a traceparent (translate mode).
 import type { Config } from '../config/load.ts';
 
 /**
@@ -11,14 +12,13 @@ import type { Config } from '../config/load.ts';
  * http1 rules it out here, and under `auto` each connection waits for what the
  * upstream is learned to speak (RelaySet.add).
  */
-export function relayApplies(config: Config, tracing: boolean): boolean {
+export function relayApplies(config: Config): boolean {
   return (
     config.dataPlane === 'relay' &&
     config.mode === 'inbound' &&
     config.grpcUpstream === undefined &&
     // An upstream spoken to over HTTP/1.1 needs each call translated. Under
     // `auto`, what the upstream speaks is learned per connection (RelaySet.add).
-    config.upstreamProtocol !== 'http1' &&
-    !tracing
+    config.upstreamProtocol !== 'http1'
   );
 }

@@ -2,6 +2,7 @@
 // connection when the relay applies, and what its drain and shutdown reach.
 import { readFileSync } from 'node:fs';
 import type net from 'node:net';
+import { noopTracing } from '../observe/call-tracing.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import type { ProxyContext } from '../proxy/context.ts';
@@ -47,6 +48,8 @@ export class RelaySet {
       upstreamCa: this.ca,
       nextConnId: this.nextConnId,
       connectFailures: this.connectFailures,
+      // Tracing hands the upstream the sidecar's span: each request's header block is written anew.
+      translate: this.ctx.tracing !== noopTracing,
     });
     this.live.set(socket, relay);
     socket.once('close', () => this.live.delete(socket));
