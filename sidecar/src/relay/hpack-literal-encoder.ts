@@ -52,8 +52,12 @@ function putInt(out: Buffer, at: number, value: number, prefix: number, high: nu
 
 /** §5.2 string literal, raw octets. */
 function putString(out: Buffer, at: number, s: string): number {
-  at = putInt(out, at, s.length, 7, 0);
-  return at + out.write(s, at, 'latin1');
+  const n = s.length;
+  at = putInt(out, at, n, 7, 0);
+  // Short strings (most header fields) are cheaper copied here than through Buffer.write's binding.
+  if (n > 64) return at + out.write(s, at, 'latin1');
+  for (let k = 0; k < n; k++) out[at + k] = s.charCodeAt(k);
+  return at + n;
 }
 
 /**

@@ -179,10 +179,15 @@ export class RelayConnection {
 
   private onClientBytes(chunk: Buffer): void {
     if (this.phase === 'closed') return;
+    // Translate mode writes a piece per run of frames: one syscall for the lot.
+    const corked = this.translate && this.phase === 'open';
+    if (corked) this.up!.cork();
     try {
       this.fromClient.push(chunk);
     } catch (err) {
       return this.shadowFailed('client', err);
+    } finally {
+      if (corked) this.up!.uncork();
     }
     // In translate mode the parser has passed the bytes on already.
     if (!this.translate) this.passToUpstream(chunk);
