@@ -2,7 +2,9 @@
 // gRPC unary calls (256-byte messages) to a fast h2c upstream (nghttpd from
 // Debian's nghttp2-server), directly and through rpcscope's relay
 // (--data-plane relay), rpcscope terminating each call (--data-plane
-// terminate) and nginx grpc_pass. Each proxy is pinned to core 0 and h2load
+// terminate), both again with tracing on (spans exported over OTLP to a sink
+// process; the relay then writes each request's header block anew with the
+// call's traceparent: translate mode) and nginx grpc_pass. Each proxy is pinned to core 0 and h2load
 // to core 1; a proxy's CPU comes from /proc/<pid>/stat (utime + stime).
 // Three loads: saturation (-c 16 -m 10), a fixed rate (h2load --rps), and one
 // call at a time (c=1), whose median latency less the direct one is the
@@ -108,8 +110,20 @@ async function startNghttpd(): Promise<{ url: string; proc: ChildProcess }> {
   return { url: `http://127.0.0.1:${port}`, proc };
 }
 
-async function startRpcscope(name: string, upstream: string, dataPlane: string): Promise<Target> {
-  const sc: SidecarProcess = await startSidecarProcess(['--upstream', upstream, '--data-plane', dataPlane, '--log-level', 'info']);
+/**
+ * An OTLP/HTTP endpoint that takes and drops span exports, in a process of its
+ * own on the load core (this process blocks while h2load runs).
+ */
+async function startOtlpSink(): Promise<{ url: string; proc: ChildProcess }> {
+  const port = await freePort();
+  const code = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(200, { 'content-type': 'application/json' }).end('{}')); }).listen(${port}, '127.0.0.1')`;
+  const proc = spawn('taskset', ['-c', LOAD_CORE, process.execPath, '-e', code], { stdio: 'ignore' });
+  await waitForPort(port);
+  return { url: `http://127.0.0.1:${port}`, proc };
+}
+
+async function startRpcscope(name: string, upstream: string, dataPlane: string, env: Record<string, string> = {}): Promise<Target> {
+  const sc: SidecarProcess = await startSidecarProcess(['--upstream', upstream, '--data-plane', dataPlane, '--log-level', 'info'], env);
   // bin/rpcscope execs node: the pid is the sidecar's. -a pins every thread (libuv's pool too).
   spawnSync('taskset', ['-a', '-p', '-c', PROXY_CORE, String(sc.proc.pid)], { stdio: 'ignore' });
   return { name, url: sc.url, pid: sc.proc.pid, idleRssMiB: rssMiB(sc.proc.pid!), stop: async () => void (await sc.stop()) };
@@ -165,6 +179,8 @@ const fixedRateCalls = Math.min(CALLS, RATE * 5);
 const serialCalls = Math.min(CALLS, 3000);
 
 const upstream = await startNghttpd();
+const otlp = await startOtlpSink();
+const TRACING = { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url };
 const rows: Row[] = [];
 try {
   for (let round = 1; round <= ROUNDS; round++) {
@@ -172,6 +188,8 @@ try {
       async () => ({ name: 'direct (nghttpd)', url: upstream.url, pid: undefined, idleRssMiB: NaN, stop: async () => {} }),
       () => startRpcscope('rpcscope relay', upstream.url, 'relay'),
       () => startRpcscope('rpcscope terminate', upstream.url, 'terminate'),
+      () => startRpcscope('rpcscope relay, tracing (translate)', upstream.url, 'relay', TRACING),
+      () => startRpcscope('rpcscope terminate, tracing', upstream.url, 'terminate', TRACING),
       () => startNginx(upstream.url),
     ];
     for (const start of starters) {
@@ -194,6 +212,7 @@ try {
   }
 } finally {
   upstream.proc.kill('SIGTERM');
+  otlp.proc.kill('SIGTERM');
 }
 
 const median = (xs: number[]): number => {
