@@ -260,6 +260,8 @@ export class ProxyListener {
       this.goaway(session);
       return;
     }
+    // A relayed connection is asked to go as a terminated one is: GOAWAY, never a silent close.
+    if (this.relays?.ageOut(socket)) return;
     if (why === 'request_headers_timeout') this.answerAndClose(socket, '408 Request Timeout');
     else socket.destroy();
   }

@@ -59,6 +59,24 @@ describe('RelaySet: the upstream HTTP version decides', () => {
     });
   }
 
+  it('sends an idle relayed connection GOAWAY at --idle-timeout, as the terminating path does', async () => {
+    const s = await start(h2Url, '--idle-timeout', '300ms');
+    const session = http2.connect(s.url);
+    session.on('error', () => {});
+    const goaway = new Promise<number>((resolve) => session.once('goaway', (code: number) => resolve(code)));
+    const r = await h2Request(s.url, '/a');
+    assert.equal(r.status, 200);
+    await new Promise<void>((resolve, reject) => {
+      const req = session.request({ ':path': '/b' });
+      req.on('error', reject);
+      req.resume();
+      req.on('close', () => resolve());
+    });
+    assert.equal(await goaway, http2.constants.NGHTTP2_NO_ERROR);
+    assert.ok(s.recorder.goaways.some((g) => g.side === 'proxy'));
+    session.close();
+  });
+
   it('relays h2c calls to an app that speaks HTTP/2, once learned (--upstream-protocol auto)', async () => {
     const s = await start(h2Url);
     const r = await h2Request(s.url, '/a');
