@@ -2,6 +2,7 @@
 // terminating path, read from the command line as a user gives it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { PROTO_DIR } from '@rpcscope/demo';
 import { loadConfig, type Config } from '../../src/config/load.ts';
 import { relayApplies } from '../../src/relay/relay-applies.ts';
 
@@ -27,6 +28,9 @@ describe('relayApplies', () => {
     assert.equal(relayApplies(config('--data-plane', 'relay', '--grpc-upstream', 'http://127.0.0.1:9090')), false);
     assert.equal(relayApplies(config('--data-plane', 'relay', '--upstream-protocol', 'http1')), false, 'an HTTP/1.1 upstream gets each call translated');
     assert.equal(relayApplies(config('--data-plane', 'relay', '--upstream-protocol', 'http2')), true);
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--grpc-web-bridge')), false, 'gRPC-Web calls translated to gRPC');
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--shadow', 'http://127.0.0.1:9091')), false, 'calls mirrored to a second upstream');
+    assert.equal(relayApplies(config('--data-plane', 'relay', '--transcode', '--proto', PROTO_DIR)), false, 'REST calls transcoded to gRPC');
   });
 
   it('refuses a data plane it does not know, naming the flag', () => {
