@@ -4,19 +4,16 @@ import { readFileSync } from 'node:fs';
 import type net from 'node:net';
 import { noopTracing } from '../observe/call-tracing.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
-import { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 
 export class RelaySet {
   private readonly live = new Map<net.Socket, RelayConnection>();
   private readonly ca: Buffer | undefined;
-  private readonly connectFailures: ConnectFailureLog;
   private draining = false;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
     this.ca = ctx.config.upstreamCa ? readFileSync(ctx.config.upstreamCa) : undefined;
-    this.connectFailures = new ConnectFailureLog(ctx.log);
   }
 
   /**
@@ -47,7 +44,7 @@ export class RelaySet {
       target: this.ctx.config.upstream,
       upstreamCa: this.ca,
       nextConnId: this.nextConnId,
-      connectFailures: this.connectFailures,
+      connectFailures: this.ctx.connectFailures,
       // Tracing hands the upstream the sidecar's span: each request's header block is written anew.
       translate: this.ctx.tracing !== noopTracing,
     });
