@@ -16,7 +16,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ResetSide } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type ResetSide } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { TerminationReason } from '../observe/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
@@ -528,7 +528,8 @@ export class RelayConnection {
   }
 
   private onClientClose(): void {
-    this.ending ??= { side: 'client', code: Http2Error.CANCEL };
+    // The client's connection went without a reset of its own: counted apart from resets, as the terminating path does.
+    this.ending ??= { side: 'client', code: CONNECTION_CLOSED };
     this.close();
   }
 
