@@ -113,6 +113,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     nextCallId: () => ++callIds,
     translating: createTranslating(config, log),
     nextConnId,
+    connectFailures,
   };
 
   observation.addMetrics?.((openMetrics) => ctx.retries.render(openMetrics));

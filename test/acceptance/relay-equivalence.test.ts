@@ -1,7 +1,9 @@
 // The two data planes side by side: the same scripted calls through a sidecar
 // that terminates HTTP/2 and one that relays its frames (--data-plane relay),
 // in front of the same upstream, must leave the same rpcscope_* series on
-// /metrics. Then real HTTP/2 clients through the relay: nghttp and h2load.
+// /metrics; again with tracing on, where the relay writes request header
+// blocks anew (translate mode). Then real HTTP/2 clients through the relay:
+// nghttp and h2load.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { createConnectTransport } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
 import { EchoService, GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { parseExposition, type Sample } from '../support/metrics-text.ts';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 interface Client extends grpc.Client {
@@ -98,7 +101,8 @@ async function runScript(sc: SidecarProcess): Promise<void> {
   assert.equal((await connect.echo({ message: 'connect', responseSize: 10 }, { timeoutMs: 10_000 })).message, 'connect');
   const session = http2.connect(sc.url);
   try {
-    for (const [method, path, body] of [['GET', '/v1/echo/42', undefined], ['POST', '/v1/echo', '{"message":"rest"}']] as const) {
+    // REST, and a tRPC query (read as tRPC by its --trpc-prefix path on both planes).
+    for (const [method, path, body] of [['GET', '/v1/echo/42', undefined], ['POST', '/v1/echo', '{"message":"rest"}'], ['GET', '/trpc/greeting.hello?input=%7B%7D', undefined]] as const) {
       const status = await new Promise<number>((resolve, reject) => {
         const req = session.request({ ':method': method, ':path': path, ...(body ? { 'content-type': 'application/json' } : {}) }, { endStream: !body });
         let s = 0;
@@ -115,19 +119,23 @@ async function runScript(sc: SidecarProcess): Promise<void> {
   }
 }
 
-describe('the relay and the terminating path observe the same calls', () => {
+for (const tracing of [false, true]) describe(`the relay and the terminating path observe the same calls${tracing ? ', tracing on' : ''}`, () => {
   let upstream: Upstream;
+  let receiver: OtlpReceiver | undefined;
   let terminate: SidecarProcess;
   let relay: SidecarProcess;
   before(async () => {
     upstream = await startConnectEcho();
-    terminate = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'terminate']);
-    relay = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'relay']);
+    receiver = tracing ? await startOtlpReceiver() : undefined;
+    const env: Record<string, string> = receiver ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' } : {};
+    terminate = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'terminate'], env);
+    relay = await startSidecarProcess(['--upstream', upstream.url, '--data-plane', 'relay'], env);
   });
   after(async () => {
     await terminate.stop();
     await relay.stop();
     await upstream.close();
+    await receiver?.close();
   });
 
   it('scrapes equal rpcscope_* series after the same script', async () => {
@@ -138,6 +146,7 @@ describe('the relay and the terminating path observe the same calls', () => {
     }
     const [t, r] = [compared(await scrape(terminate)), compared(await scrape(relay))];
     assert.ok(t.some((line) => line.startsWith('rpcscope_calls_total') && line.includes('code="CANCELLED"')), 'the script cancels a call');
+    assert.ok(t.some((line) => line.startsWith('rpcscope_calls_total') && line.includes('protocol="trpc"')), 'the script makes a tRPC call');
     // The relay really carried them: one upstream connection for each HTTP/2 client connection.
     const opened = (samples: Sample[], side: string): number =>
       samples.filter((x) => (x.name === 'rpcscope_connections_active' || x.name === 'rpcscope_connection_duration_seconds_count') && x.labels.side === side && x.labels.http_version === '2').reduce((n, x) => n + x.value, 0);

@@ -43,7 +43,7 @@ test('round_robin: 300 calls on one client connection spread within ±15 % of ev
 
 test('least_request: slow concurrent calls spread over the pods by calls in flight', { timeout: 30_000 }, async () => {
   const run = await slowMixThroughOutbound(outbound.get('least_request')!, { calls: 300, intervalMs: 10, slowMs: 300 });
-  assert.ok(run.results.every((r) => r.code === 'OK'));
+  assert.ok(run.results.every((r) => r.code === 'OK'), JSON.stringify(run.results.filter((r) => r.code !== 'OK')));
   for (const pod of fleet.pods) {
     const share = (run.slowPerPod[pod.name] ?? 0) / 100;
     assert.ok(share > 0.15 && share < 0.5, `${pod.name} took ${share * 100} % of the slow calls: ${JSON.stringify(run.slowPerPod)}`);

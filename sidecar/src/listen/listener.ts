@@ -15,7 +15,6 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../proxy/call.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
-import { noopTracing } from '../observe/call-tracing.ts';
 import { relayApplies } from '../relay/relay-applies.ts';
 import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from './reset-budget.ts';
@@ -95,7 +94,7 @@ export class ProxyListener {
       this.refuse(socket, '405 Method Not Allowed', NOT_A_TUNNEL);
     });
 
-    this.relays = relayApplies(ctx.config, ctx.tracing !== noopTracing) ? new RelaySet(ctx, nextConnId) : undefined;
+    this.relays = relayApplies(ctx.config) ? new RelaySet(ctx, nextConnId) : undefined;
     this.h2 = http2.createServer({ settings: H2_SETTINGS, maxHeaderListPairs: MAX_HEADER_LIST_PAIRS });
     // Streams are taken from each session's own 'stream' event (trackSession), not
     // the server's: a stream may be emitted after its session was destroyed, when
@@ -291,7 +290,7 @@ export class ProxyListener {
       socket.once('close', () => clearTimeout(timer));
     }
     if (h2 && this.relays) {
-      this.relays.add(socket, conn);
+      this.relays.add(socket, conn, () => this.h2.emit('connection', socket));
     } else if (h2) {
       this.h2.emit('connection', socket);
     } else {
@@ -311,6 +310,8 @@ export class ProxyListener {
       this.goaway(session);
       return;
     }
+    // A relayed connection is asked to go as a terminated one is: GOAWAY, never a silent close.
+    if (this.relays?.ageOut(socket)) return;
     if (why === 'request_headers_timeout') this.answerAndClose(socket, '408 Request Timeout');
     else socket.destroy();
   }

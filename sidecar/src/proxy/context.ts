@@ -6,6 +6,7 @@ import type { Translating } from '../transcode/hand-off.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Faults } from '../observe/faults.ts';
 import type { Observer } from '../observe/observer.ts';
+import type { ConnectFailureLog } from './connect-failure-log.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
 import type { UpstreamProtocols } from './upstream-protocol.ts';
@@ -32,4 +33,6 @@ export interface ProxyContext {
   readonly translating?: Translating;
   /** Ids for connections, downstream and upstream alike. */
   nextConnId(): number;
+  /** One warn line per unreachable upstream, whichever path (pools, relay) failed to connect. */
+  readonly connectFailures: ConnectFailureLog;
 }

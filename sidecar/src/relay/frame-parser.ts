@@ -3,6 +3,11 @@
 // byte at a time works), and tells its sink what they mean: header blocks
 // (HEADERS + CONTINUATION, reassembled), DATA payloads without their padding,
 // and the control frames. DATA is never buffered; a header block is, up to a cap.
+//
+// Given `pass`, it also splits the bytes for translate mode: every byte of the
+// preface and of every frame but a header block's goes to `pass`, in order and
+// unchanged; a header block's frames go nowhere, and the sink, which hears of
+// the block once whole, writes it anew at that point of the stream.
 import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
 
 export interface FrameSink {
@@ -21,6 +26,11 @@ export class FrameError extends Error {
   constructor(readonly h2Code: number, message: string) {
     super(message);
   }
+}
+
+/** The frames of a header block, which translate mode writes anew. */
+function isHeaderBlock(type: number): boolean {
+  return type === FrameType.HEADERS || type === FrameType.CONTINUATION || type === FrameType.PUSH_PROMISE;
 }
 
 const PROTOCOL_ERROR = 0x1;
@@ -65,13 +75,17 @@ export class FrameParser {
   private blockPromised = 0;
   private blockParts: Buffer[] = [];
   private blockSize = 0;
+  /** Translate mode: the current frame's bytes go to `pass`. */
+  private passing: boolean;
 
   /**
    * @param expectPreface the client's direction: the connection preface comes first
    * @param maxHeaderBlock the cap on one header block's size
+   * @param pass translate mode: where the bytes of everything but header blocks go
    */
-  constructor(private readonly sink: FrameSink, expectPreface: boolean, private readonly maxHeaderBlock = DEFAULT_MAX_HEADER_BLOCK) {
+  constructor(private readonly sink: FrameSink, expectPreface: boolean, private readonly maxHeaderBlock = DEFAULT_MAX_HEADER_BLOCK, private readonly pass?: (bytes: Buffer) => void) {
     this.phase = expectPreface ? Phase.Preface : Phase.Header;
+    this.passing = pass !== undefined && expectPreface;
   }
 
   /** Whether the bytes so far end on a frame boundary outside a header block: where a frame may be added. */
@@ -93,6 +107,8 @@ export class FrameParser {
   private consume(buf: Buffer): void {
     let i = 0;
     const n = buf.length;
+    /** Where this piece's bytes not yet given to `pass` start, while `passing`. */
+    let from = 0;
     while (i < n) {
       switch (this.phase) {
         case Phase.Preface: {
@@ -107,7 +123,13 @@ export class FrameParser {
           break;
         }
         case Phase.Header: {
+          if (this.fill === 0 && this.pass) {
+            // A frame starts: what came before it is passed before anything the sink writes for it.
+            if (this.passing && i > from) this.pass(buf.subarray(from, i));
+            this.passing = false;
+          }
           if (this.fill === 0 && n - i >= FRAME_HEADER_LENGTH) {
+            if (this.pass && (this.passing = !isHeaderBlock(buf[i + 3]!))) from = i;
             this.startFrame(buf, i);
             i += FRAME_HEADER_LENGTH;
             break;
@@ -118,6 +140,11 @@ export class FrameParser {
           i += take;
           if (this.fill === FRAME_HEADER_LENGTH) {
             this.fill = 0;
+            if (this.pass && (this.passing = !isHeaderBlock(this.head[3]!))) {
+              // The header came in pieces and sits in the reused `head`: pass a copy.
+              this.pass(Buffer.from(this.head));
+              from = i;
+            }
             this.startFrame(this.head, 0);
           }
           break;
@@ -168,6 +195,7 @@ export class FrameParser {
           return;
       }
     }
+    if (this.passing && n > from) this.pass!(buf.subarray(from, n));
   }
 
   private startFrame(h: Buffer, at: number): void {

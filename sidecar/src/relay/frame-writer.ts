@@ -80,6 +80,18 @@ export function headersFrame(streamId: number, block: Buffer, endStream: boolean
   return frame(FrameType.HEADERS, Flag.END_HEADERS | (endStream ? Flag.END_STREAM : 0), streamId, block);
 }
 
+/** A header block as HEADERS and, past `maxFrame` octets, CONTINUATIONs (RFC 9113 §6.10). */
+export function headerBlockFrames(streamId: number, block: Buffer, endStream: boolean, maxFrame: number): Buffer {
+  const end = endStream ? Flag.END_STREAM : 0;
+  if (block.length <= maxFrame) return frame(FrameType.HEADERS, Flag.END_HEADERS | end, streamId, block);
+  const frames: Buffer[] = [];
+  for (let at = 0; at < block.length; at += maxFrame) {
+    const last = at + maxFrame >= block.length;
+    frames.push(frame(at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? end : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + maxFrame)));
+  }
+  return Buffer.concat(frames);
+}
+
 export function dataFrame(streamId: number, body: Buffer, endStream: boolean): Buffer {
   return frame(FrameType.DATA, endStream ? Flag.END_STREAM : 0, streamId, body);
 }

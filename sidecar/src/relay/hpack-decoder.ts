@@ -31,6 +31,11 @@ export class HpackDecoder {
   private size = 0;
   private maxSize: number;
   private readonly out: HeaderList = [];
+  /**
+   * The fields of the last block sent as never indexed (§6.2.3), by position
+   * (0 for the first field): a block written anew must keep them so (§6.2.3).
+   */
+  readonly neverIndexed: number[] = [];
 
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
@@ -63,6 +68,7 @@ export class HpackDecoder {
   decode(block: Uint8Array): HeaderList {
     const out = this.out;
     out.length = 0;
+    this.neverIndexed.length = 0;
     let i = 0;
     const end = block.length;
     let headerSeen = false;
@@ -92,6 +98,7 @@ export class HpackDecoder {
         this.evict(size);
       } else {
         // §6.2.2 without indexing, §6.2.3 never indexed: both 4-bit prefixes.
+        if (b & 0x10) this.neverIndexed.push(out.length / 2);
         i = this.literal(block, i, 4, out);
         headerSeen = true;
       }

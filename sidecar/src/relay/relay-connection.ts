@@ -7,10 +7,16 @@
 // whole frames, at frame boundaries, outside a header block, and only frames
 // that leave the HPACK tables untouched (GOAWAY, RST_STREAM, literal-only
 // header blocks on a connection whose upstream never spoke).
+//
+// Translate mode (tracing on, to inject a traceparent) is the one exception:
+// from the connection's start, every client header block is written anew toward
+// the upstream with literals and static indices only (hpack-literal-encoder.ts),
+// so the upstream's request table stays empty whatever the client's holds; every
+// other frame still passes byte for byte.
 import net from 'node:net';
 import tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ResetSide } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type ResetSide } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { TerminationReason } from '../observe/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
@@ -22,8 +28,9 @@ import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { Flag, Setting } from './frame-types.ts';
-import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headersFrame, rstStreamFrame } from './frame-writer.ts';
-import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
+import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
+import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError, type HeaderList } from './hpack-decoder.ts';
+import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 
 /** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
@@ -38,6 +45,8 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const LOCAL_ANSWER_MS = 1000;
 /** How long a connection the relay closes stays half-open for the client to read its last frames. */
 const LOCAL_CLOSE_MS = 1000;
+/** SETTINGS_MAX_FRAME_SIZE's initial value (RFC 9113 §6.5.2). */
+const DEFAULT_MAX_FRAME = 16_384;
 
 export interface RelayOptions {
   ctx: ProxyContext;
@@ -47,6 +56,8 @@ export interface RelayOptions {
   upstreamCa: Buffer | undefined;
   nextConnId: () => number;
   connectFailures: ConnectFailureLog;
+  /** Translate mode: client header blocks written anew, with the call's traceparent. */
+  translate: boolean;
 }
 
 type Phase = 'connecting' | 'open' | 'local' | 'closed';
@@ -100,14 +111,20 @@ export class RelayConnection {
   private firstLocalBlock = true;
   /** Why the relay ends calls still in flight when the connection goes, once it knows. */
   private ending: { side: ResetSide; code: number } | undefined;
+  private readonly translate: boolean;
+  /** The upstream's SETTINGS_MAX_FRAME_SIZE: translate mode splits the blocks it writes to fit. */
+  private upstreamMaxFrame = DEFAULT_MAX_FRAME;
 
   constructor(private readonly opts: RelayOptions) {
     this.ctx = opts.ctx;
     this.conn = opts.conn;
     this.down = opts.downstream;
     this.upConn = { id: opts.nextConnId(), side: 'upstream', httpVersion: '2', peer: opts.target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
-    this.fromClient = new FrameParser(this.clientSink(), true);
+    this.translate = opts.translate;
+    this.fromClient = new FrameParser(this.clientSink(), true, undefined, opts.translate ? (bytes) => this.passToUpstream(bytes) : undefined);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
+    // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
+    this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
     this.down.on('close', () => this.onClientClose());
     this.down.on('drain', () => this.up?.resume());
@@ -162,19 +179,40 @@ export class RelayConnection {
 
   private onClientBytes(chunk: Buffer): void {
     if (this.phase === 'closed') return;
+    // Translate mode writes a piece per run of frames: one syscall for the lot.
+    const corked = this.translate && this.phase === 'open';
+    if (corked) this.up!.cork();
     try {
       this.fromClient.push(chunk);
     } catch (err) {
       return this.shadowFailed('client', err);
+    } finally {
+      if (corked) this.up!.uncork();
     }
+    // In translate mode the parser has passed the bytes on already.
+    if (!this.translate) this.passToUpstream(chunk);
+    if (this.toUpstream.length > 0 && this.fromClient.atBoundary) this.flushToUpstream();
+  }
+
+  private passToUpstream(bytes: Buffer): void {
     if (this.phase === 'open') {
-      if (!this.up!.write(chunk)) this.down.pause();
+      if (!this.up!.write(bytes)) this.down.pause();
     } else if (this.phase === 'connecting') {
-      this.pending.push(chunk);
-      this.pendingBytes += chunk.length;
+      this.pending.push(bytes);
+      this.pendingBytes += bytes.length;
       if (this.pendingBytes > MAX_PENDING_BYTES) this.down.pause();
     }
-    if (this.toUpstream.length > 0 && this.fromClient.atBoundary) this.flushToUpstream();
+  }
+
+  /**
+   * Translate mode: the client's header block, written anew toward the upstream
+   * where the client's frames were, with `traceparent` in place of the caller's.
+   * Its padding and the deprecated priority fields (RFC 9113 §5.3.2) are not kept.
+   */
+  private rewriteBlock(id: number, flags: number, block: Buffer, list: HeaderList, traceparent: string | undefined): void {
+    if (!this.translate) return;
+    const encoded = encodeTableless(block.subarray(0, leadingSizeUpdates(block)), list, this.requestHpack.neverIndexed, traceparent === undefined ? undefined : ['traceparent', traceparent]);
+    this.passToUpstream(headerBlockFrames(id, encoded, (flags & Flag.END_STREAM) !== 0, this.upstreamMaxFrame));
   }
 
   private flushToUpstream(): void {
@@ -240,7 +278,8 @@ export class RelayConnection {
 
   private clientSink(): FrameSink {
     return {
-      headers: (id, flags, block) => {
+      headers: (id, flags, block, promised) => {
+        if (promised !== 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client (RFC 9113 §8.4)');
         let list;
         try {
           list = this.requestHpack.decode(block);
@@ -250,12 +289,14 @@ export class RelayConnection {
         const existing = this.streams.get(id);
         if (existing) {
           // Request trailers.
+          this.rewriteBlock(id, flags, block, list, undefined);
           if (flags & Flag.END_STREAM) this.requestComplete(id, existing);
           return;
         }
         // A stream already over: nothing to count.
-        if (id <= this.lastClientStream) return;
+        if (id <= this.lastClientStream) return this.rewriteBlock(id, flags, block, list, undefined);
         if (id > this.refuseAbove) {
+          this.rewriteBlock(id, flags, block, list, undefined);
           this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
           this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
           return;
@@ -264,6 +305,7 @@ export class RelayConnection {
         this.lastClientStream = id;
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
+        this.rewriteBlock(id, flags, block, list, stream.call.traceparent);
         this.streams.set(id, stream);
         stream.call.enforceDeadline(() => this.expire(id, stream));
         this.upConn.calls++;
@@ -335,6 +377,7 @@ export class RelayConnection {
       settings: (flags, payload) => {
         if (flags & Flag.ACK) return;
         this.upstreamSpoke = true;
+        this.upstreamMaxFrame = settingValue(payload, Setting.MAX_FRAME_SIZE) ?? this.upstreamMaxFrame;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
         if (size !== undefined) this.requestHpack.setLimit(size);
       },
@@ -485,7 +528,8 @@ export class RelayConnection {
   }
 
   private onClientClose(): void {
-    this.ending ??= { side: 'client', code: Http2Error.CANCEL };
+    // The client's connection went without a reset of its own: counted apart from resets, as the terminating path does.
+    this.ending ??= { side: 'client', code: CONNECTION_CLOSED };
     this.close();
   }
 

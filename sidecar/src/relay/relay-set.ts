@@ -2,24 +2,41 @@
 // connection when the relay applies, and what its drain and shutdown reach.
 import { readFileSync } from 'node:fs';
 import type net from 'node:net';
+import { noopTracing } from '../observe/call-tracing.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
-import { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 
 export class RelaySet {
   private readonly live = new Map<net.Socket, RelayConnection>();
   private readonly ca: Buffer | undefined;
-  private readonly connectFailures: ConnectFailureLog;
   private draining = false;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
     this.ca = ctx.config.upstreamCa ? readFileSync(ctx.config.upstreamCa) : undefined;
-    this.connectFailures = new ConnectFailureLog(ctx.log);
   }
 
-  /** Relays `socket` (its first bytes, the preface, unread or put back) to the upstream. */
-  add(socket: net.Socket, conn: ConnectionRecord): void {
+  /**
+   * Relays `socket` (its first bytes, the preface, unread or put back) to the
+   * upstream, when the upstream speaks HTTP/2; otherwise `terminate` takes it.
+   * With --upstream-protocol auto and nothing learned yet, the connection waits
+   * (paused) for the one question per endpoint the terminating path asks too.
+   */
+  add(socket: net.Socket, conn: ConnectionRecord, terminate: () => void): void {
+    const { protocols, config } = this.ctx;
+    const version = protocols.versionFor(config.upstream, false, '2');
+    if (version === '1.1') return terminate();
+    if (version === '2') return this.relay(socket, conn);
+    socket.pause();
+    void protocols.learn(config.upstream, '2').then(() => {
+      if (socket.destroyed) return;
+      // Unreachable (nothing learned): the relay answers its calls as unreachable.
+      if (protocols.versionFor(config.upstream, false, '2') === '1.1') terminate();
+      else this.relay(socket, conn);
+    });
+  }
+
+  private relay(socket: net.Socket, conn: ConnectionRecord): void {
     const relay = new RelayConnection({
       ctx: this.ctx,
       conn,
@@ -27,7 +44,9 @@ export class RelaySet {
       target: this.ctx.config.upstream,
       upstreamCa: this.ca,
       nextConnId: this.nextConnId,
-      connectFailures: this.connectFailures,
+      connectFailures: this.ctx.connectFailures,
+      // Tracing hands the upstream the sidecar's span: each request's header block is written anew.
+      translate: this.ctx.tracing !== noopTracing,
     });
     this.live.set(socket, relay);
     socket.once('close', () => this.live.delete(socket));

@@ -44,8 +44,9 @@ export class RelayStream {
     const path = text(headers[':path']) ?? '/';
     const q = path.indexOf('?');
     this.contentType = text(headers['content-type']);
-    const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1));
-    this.call = new Call(ctx, conn, detected, '2', method, q < 0 ? path : path.slice(0, q), headers);
+    const bare = q < 0 ? path : path.slice(0, q);
+    const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, ctx.config.trpcPrefix);
+    this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
     this.call.sent(upstreamAuthority);
   }
 

@@ -63,8 +63,17 @@ export interface TestSidecar {
   stop(): Promise<void>;
 }
 
+/**
+ * RPCSCOPE_DATA_PLANE from the test's own environment, as the binary would read
+ * it: `RPCSCOPE_DATA_PLANE=relay node --test ...` runs these tests on the relay.
+ */
+function dataPlaneEnv(): NodeJS.ProcessEnv {
+  const plane = process.env.RPCSCOPE_DATA_PLANE;
+  return plane === undefined ? {} : { RPCSCOPE_DATA_PLANE: plane };
+}
+
 export async function startTestSidecar(upstreamUrl: string, extraArgs: string[] = []): Promise<TestSidecar> {
-  const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstreamUrl, '--log-level', 'silent', '--drain-timeout', '2s', ...extraArgs], {});
+  const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstreamUrl, '--log-level', 'silent', '--drain-timeout', '2s', ...extraArgs], dataPlaneEnv());
   if (result.kind !== 'run') throw new Error('unexpected help');
   const recorder = createRecorder();
   const sidecar = await startSidecar(result.config, createLogger('silent'), () => ({ observers: [recorder], tracing: noopTracing, adminHandlers: new Map(), shutdown: async () => {} }));
