@@ -44,7 +44,7 @@ Every panel below is the built plugin on what <a href="${prometheusUrl}">Prometh
     try {
       const m = await (await fetch('/api/migration')).json();
       if (m) {
-        block.textContent = m.lines.join('\n');
+        block.textContent = m.lines.join('\\n');
         block.dataset.transcoded = String(m.figures.split.transcoded);
         block.dataset.restCalls = String(m.figures.split.restCalls);
         block.dataset.match = String(m.figures.shadow.match);

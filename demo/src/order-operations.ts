@@ -18,7 +18,7 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 const MAX_DELAY_MS = 60_000;
 const DEFAULT_PAGE_SIZE = 20;
-/** Large enough for the 1,000-order list (about 190 kB as JSON) the gRPC-versus-REST comparisons use. */
+/** Large enough for the 1,000-order list (about 215 kB as JSON, oldest first: the 24 full orders and 976 compact ones) the gRPC-versus-REST comparisons use. */
 const MAX_PAGE_SIZE = 1000;
 
 export type CallInfo = {
