@@ -124,6 +124,10 @@ const lines = [
     `Long versions: backpressure with ${env.RPCSCOPE_BACKPRESSURE_MIB} MiB bodies, the soak ${soak ? 'for 10 minutes' : 'for 60 s (`--soak`: 10 minutes)'}. ` +
     'Each figure is what one test measured on this machine, in this run; the tests assert counts and bounds, never times.',
   '',
+  'Reading the figures: latencies and event-loop delays include the time a process waited for a CPU. On a shared machine (see the load ' +
+    'average below) that can be seconds while the sidecar itself used a fraction of a core: read them beside its CPU figure. Peak RSS is ' +
+    "the kernel's (VmHWM, or VmRSS sampled every 100 ms for one phase) for the sidecar process alone; the upstreams and clients run in other processes.",
+  '',
   '## Machine',
   '',
   ...header,

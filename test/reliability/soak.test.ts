@@ -178,12 +178,17 @@ describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + W
       }
     })();
     const rss = rssSampler(pid, 1000);
+    // RSS each second: its peak per quarter of the soak tells a leak (still climbing) from a heap growing to its working size (flat).
+    const rssTrace: number[] = [];
+    const tracer = setInterval(() => rssTrace.push(rssBytes(pid)), 1000);
     const cpu0 = cpuSeconds(pid);
     const soak = await traffic(sc, SOAK_S);
     const cpu = cpuSeconds(pid) - cpu0;
+    clearInterval(tracer);
     soaking = false;
     await watcher;
     const rssPeak = rss.stop();
+    const quarters = [0, 1, 2, 3].map((q) => Math.max(...rssTrace.slice(Math.floor((q * rssTrace.length) / 4), Math.floor(((q + 1) * rssTrace.length) / 4))));
 
     const end = await settledScrape(sc.adminUrl);
     const fdsEnd = await settledFds(pid);
@@ -200,6 +205,7 @@ describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + W
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'calls lost', value: soak.failures.length, unit: 'calls' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'calls miscounted by /metrics', value: miscounted + Math.abs(okCounted - total), unit: 'calls' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS after warm-up → end (idle)', value: `${(rssStart / MB).toFixed(1)} → ${(rssEnd / MB).toFixed(1)} MB (peak under traffic ${(rssPeak / MB).toFixed(1)} MB)` });
+    reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar peak RSS in each quarter of the soak', value: quarters.map((b) => (b / MB).toFixed(1)).join(' / '), unit: 'MB' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth after warm-up (target < 10 %)', value: Number(growth.toFixed(1)), unit: '%' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar open fds after warm-up → end', value: `${fdsStart} → ${fdsEnd}` });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'event-loop delay p99 (worst 5 s window / median window)', value: `${Math.max(...loopP99).toFixed(1)} / ${percentile(loopP99, 50).toFixed(1)}`, unit: 'ms' });
