@@ -12,6 +12,13 @@ import type { ConnectFailureLog } from './connect-failure-log.ts';
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
 type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
 
+/**
+ * Idle keep-alive connections to the app are closed after this long: below the shortest common
+ * keep-alive timeouts (Node's `server.keepAliveTimeout` and Apache's `KeepAliveTimeout`, 5 s;
+ * nginx 75 s, Go's net/http none), so the app never closes one as a call is written onto it.
+ */
+export const IDLE_UPSTREAM_SOCKET_MS = 4000;
+
 export class H1AgentPool {
   private readonly agents = new Map<string, http.Agent>();
   private readonly ca: Buffer | undefined;
@@ -30,7 +37,9 @@ export class H1AgentPool {
     let agent = this.agents.get(target.href);
     if (!agent) {
       // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
-      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true };
+      // timeout: the agent closes a socket idle that long (or for the app's `Keep-Alive: timeout=`, if
+      // shorter), so no call is written onto a connection the app is closing at that very moment.
+      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS };
       agent = target.tls ? new https.Agent({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
       const create = agent.createConnection.bind(agent);
       agent.createConnection = (options, cb) => {
