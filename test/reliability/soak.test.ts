@@ -203,12 +203,17 @@ describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + W
     const okCounted = sum(end, 'rpcscope_calls_total', { code: 'OK' }) - sum(start, 'rpcscope_calls_total', { code: 'OK' });
 
     const growth = ((rssEnd - rssStart) / rssStart) * 100;
+    // Under the same traffic, the first quarter's peak against the last one's: a leak keeps climbing,
+    // a heap that has reached its working size stays flat. The idle figures also move with when the
+    // collector last ran, so this is the growth the < 10 % target is read against.
+    const growthUnderTraffic = ((quarters[3]! - quarters[0]!) / quarters[0]!) * 100;
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'calls made', value: total, unit: 'calls' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'calls lost', value: soak.failures.length, unit: 'calls' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'calls miscounted by /metrics', value: miscounted + Math.abs(okCounted - total), unit: 'calls' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS after warm-up → end (idle)', value: `${(rssStart / MB).toFixed(1)} → ${(rssEnd / MB).toFixed(1)} MB (peak under traffic ${(rssPeak / MB).toFixed(1)} MB)` });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar peak RSS in each quarter of the soak', value: quarters.map((b) => (b / MB).toFixed(1)).join(' / '), unit: 'MB' });
-    reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth after warm-up (target < 10 %)', value: Number(growth.toFixed(1)), unit: '%' });
+    reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth under traffic, first quarter → last quarter peak (target < 10 %)', value: Number(growthUnderTraffic.toFixed(1)), unit: '%' });
+    reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth, idle after warm-up → idle at the end', value: Number(growth.toFixed(1)), unit: '%' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar open fds after warm-up → end', value: `${fdsStart} → ${fdsEnd}` });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'event-loop delay p99 (worst 5 s window / median window)', value: `${Math.max(...loopP99).toFixed(1)} / ${percentile(loopP99, 50).toFixed(1)}`, unit: 'ms' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar CPU', value: `${cpu.toFixed(1)} s over ${SOAK_S} s (${(cpu / SOAK_S).toFixed(2)} cores)` });
