@@ -39,7 +39,10 @@ function assertEven(perPod: Record<string, number>, tolerance: number): void {
 for (const [balance, tolerance] of [
   ['round_robin', 0.15],
   ['least_request', 0.15],
-  ['ewma', 0.15],
+  // EWMA sends more to whichever pod answered faster lately, by design (as Linkerd's and Finagle's
+  // peak EWMA do): on identical pods sharing two cores its split follows scheduling noise, so it
+  // is held only to spreading over every pod, each within half of the even share.
+  ['ewma', 0.5],
 ] as const) {
   test(`--balance ${balance}: ${CALLS} calls on one client connection spread over every pod`, { timeout: 30_000 }, async () => {
     const o = outbound.get(balance)!;
