@@ -3,24 +3,16 @@
 // traceparent naming that span, and the span arrives over OTLP/HTTP. Without it,
 // the caller's traceparent reaches the upstream untouched.
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { startOtlpReceiver, type OtlpSpan } from '../support/otlp-receiver.ts';
 import { startPrometheus } from '../support/prometheus.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_SPAN = '00f067aa0ba902b7';
 const CALLER_TRACEPARENT = `00-${TRACE_ID}-${CLIENT_SPAN}-01`;
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  attributes: { key: string; value: { intValue?: string | number; stringValue?: string } }[];
-}
 
 /** An HTTP/2 upstream that answers gRPC-shaped calls and remembers each traceparent. */
 async function startUpstream(): Promise<{ url: string; seen: string[]; close(): Promise<void> }> {
@@ -37,25 +29,6 @@ async function startUpstream(): Promise<{ url: string; seen: string[]; close(): 
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-/** A real OTLP/HTTP endpoint: takes the JSON exports the sidecar posts to /v1/traces. */
-async function startOtlpReceiver(): Promise<{ url: string; spans: OtlpSpan[]; close(): Promise<void> }> {
-  const spans: OtlpSpan[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') {
-        const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
-        for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, close: () => new Promise((r) => server.close(() => r())) };
-}
-
-/** A gRPC call continuing the caller's trace, or (`traceparent` empty) one the sidecar starts a trace for. */
 function grpcCall(url: string, traceparent = CALLER_TRACEPARENT): Promise<void> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
