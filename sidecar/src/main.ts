@@ -7,6 +7,7 @@ import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
 import { createObservation } from './observe/observation.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
+import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
 
 /** A bad setting: one line on stderr, exit code 2. Anything else is not ours to word. */
@@ -72,6 +73,12 @@ async function main(): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
   });
 }
+
+// A crash is reported in TypeScript terms too (Node then prints the bundle's own frames).
+process.on('uncaughtExceptionMonitor', (err) => {
+  const mapped = sourceStack(err instanceof Error ? err.stack : undefined);
+  if (mapped !== undefined && mapped !== (err as Error).stack) process.stderr.write(`rpcscope: crashed: ${mapped}\n`);
+});
 
 main().then(
   (code) => process.exit(code),

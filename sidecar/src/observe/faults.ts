@@ -6,6 +6,7 @@
 // Counts are plain numbers on the hot path; the metrics observer reads them at
 // scrape time (rpcscope_internal_errors_total, rpcscope_connections_terminated_total).
 import type { Logger } from '../log.ts';
+import { sourceStack } from '../source-stack.ts';
 
 /** Where a contained fault was raised: the boundaries that catch them. */
 export const FAULT_SITES = ['listener', 'forward_h1', 'forward_h2', 'forward_upgrade', 'observer', 'admin'] as const;
@@ -61,7 +62,7 @@ export class Faults {
     this.log.error('internal error contained; the sidecar keeps serving', {
       where,
       error: e.message,
-      stack: e.stack,
+      stack: sourceStack(e.stack),
       ...(site.unlogged > 0 ? { alsoSinceLastLog: site.unlogged } : {}),
     });
     site.loggedAt = t;
