@@ -1,13 +1,14 @@
-// Hostile HTTP/2 clients against the real `sidecar/bin/rpcscope` on its default
-// terminating data plane: each writes exactly the frames of one abuse shape over
-// a raw socket, and the test checks what that client was told (GOAWAY code,
-// RST_STREAM code, the close), the count on /metrics, and that the sidecar is
-// alive and a normal grpc-js client is still served.
+// Hostile HTTP/2 clients against the real `sidecar/bin/rpcscope`, on the data
+// plane RPCSCOPE_DATA_PLANE names (terminate by default, relay): each writes
+// exactly the frames of one abuse shape over a raw socket, and the test checks
+// what that client was told (GOAWAY code, RST_STREAM code, the close), the count
+// on /metrics, and that the sidecar is alive and a normal client is still served.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
-import { FLAG, FRAME, H2_ERROR, PREFACE, frame, goawayCodes, literal, ping, readFrames, requestBlock, resets, settings, windowUpdate, type ReadFrame } from '../support/h2-frames.ts';
+import { FLAG, FRAME, H2_ERROR, PREFACE, frame, goawayCodes, literal, ping, priority, readFrames, requestBlock, resets, settings, windowUpdate, type ReadFrame } from '../support/h2-frames.ts';
+import { cpuSeconds } from '../support/process-stats.ts';
 import { rawConnect, terminated, type RawClient } from '../support/raw-client.ts';
 import { reportFigure } from '../support/reliability-figures.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
@@ -15,6 +16,10 @@ import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-pro
 interface Echo extends grpc.Client {
   Echo(req: Partial<EchoRequestObject>, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
 }
+
+/** The relay reads every frame and holds a client to its frame budgets; Node's terminating path gives no per-frame hook. */
+const RELAY = process.env.RPCSCOPE_DATA_PLANE === 'relay';
+const PLANE = RELAY ? 'relay' : 'terminate';
 
 const CODE_NAMES = new Map<number, string>(Object.entries(H2_ERROR).map(([name, code]) => [code, name]));
 const codeName = (code: number | undefined): string => (code === undefined ? 'none' : (CODE_NAMES.get(code) ?? String(code)));
@@ -80,7 +85,7 @@ describe('rpcscope binary and hostile HTTP/2 clients', () => {
     assert.ok(closed, 'the flooding connection is closed');
     assert.equal(goawayCodes(frames)[0], H2_ERROR.ENHANCE_YOUR_CALM, `frames read: ${frames.map((f) => f.type).join(' ')}`);
     assert.equal(await terminated(sc.adminUrl, 'ping_flood'), 1);
-    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 PING flood (5,000 PINGs)', name: 'connection closed', value: `GOAWAY ${codeName(goawayCodes(frames)[0])}` });
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 PING flood (5,000 PINGs), ${PLANE}`, name: 'connection closed', value: `GOAWAY ${codeName(goawayCodes(frames)[0])}` });
     await stillServing('PING flood');
   });
 
@@ -91,7 +96,7 @@ describe('rpcscope binary and hostile HTTP/2 clients', () => {
     assert.ok(closed, 'the flooding connection is closed');
     assert.equal(goawayCodes(frames)[0], H2_ERROR.ENHANCE_YOUR_CALM, `frames read: ${frames.map((f) => f.type).join(' ')}`);
     assert.equal(await terminated(sc.adminUrl, 'settings_flood'), 1);
-    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 SETTINGS flood (2,000 SETTINGS)', name: 'connection closed', value: `GOAWAY ${codeName(goawayCodes(frames)[0])}` });
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 SETTINGS flood (2,000 SETTINGS), ${PLANE}`, name: 'connection closed', value: `GOAWAY ${codeName(goawayCodes(frames)[0])}` });
     await stillServing('SETTINGS flood');
   });
 
@@ -103,13 +108,13 @@ describe('rpcscope binary and hostile HTTP/2 clients', () => {
     await writeAll(c, flood);
     const { closed, frames } = await outcome(c);
     assert.ok(closed, 'the flooding connection is closed');
-    // nghttp2 ends the session past 8 CONTINUATION frames and Node destroys it at once,
-    // with GOAWAY INTERNAL_ERROR, which the socket's close may overtake.
+    // Terminating: nghttp2 gives up past 8 CONTINUATION frames, and the session is
+    // ended with ENHANCE_YOUR_CALM rather than Node's INTERNAL_ERROR. Relay: past 32.
     const goaway = goawayCodes(frames)[0];
-    assert.ok(goaway === undefined || goaway === H2_ERROR.INTERNAL_ERROR, `GOAWAY ${codeName(goaway)}`);
+    assert.equal(goaway, H2_ERROR.ENHANCE_YOUR_CALM, `GOAWAY ${codeName(goaway)}`);
     assert.ok(!frames.some((f) => f.type === FRAME.HEADERS && f.streamId === 1), 'the endless request is never answered');
     assert.equal(await terminated(sc.adminUrl, 'continuation_flood'), 1);
-    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 CONTINUATION flood (10,000 frames, no END_HEADERS)', name: 'connection closed', value: goaway === undefined ? 'closed, no GOAWAY read' : `GOAWAY ${codeName(goaway)}` });
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 CONTINUATION flood (10,000 frames, no END_HEADERS), ${PLANE}`, name: 'connection closed', value: `GOAWAY ${codeName(goaway)}` });
     await stillServing('CONTINUATION flood');
   });
 
@@ -177,14 +182,49 @@ describe('rpcscope binary and hostile HTTP/2 clients', () => {
     await stillServing('streams over the acknowledged limit');
   });
 
-  it('survives a WINDOW_UPDATE flood', async () => {
+  /**
+   * A flood of frames owed no answer. The relay reads each one and cuts the client past
+   * its budget (relay/frame-budget.ts); the terminating path hands the socket to
+   * nghttp2, which has no limit on WINDOW_UPDATE or PRIORITY frames, and Node no
+   * per-frame event: such a flood costs the sidecar its reading, measured here, and the
+   * connection is left to --idle-timeout. Empty DATA frames Node counts as invalid, and
+   * past 1000 (maxSessionInvalidFrames) it ends the session: `terminateCuts`.
+   */
+  async function flood(what: string, reason: string, frames: Buffer[], terminateCuts = false): Promise<void> {
+    const before = await terminated(sc.adminUrl, reason);
+    const cpuBefore = cpuSeconds(sc.proc.pid!);
     const c = await h2Raw(sc.port);
-    await writeAll(c, Array.from({ length: 20_000 }, () => windowUpdate(0, 1)));
-    const { closed, frames } = await outcome(c, 3000);
-    // A WINDOW_UPDATE is owed no answer, so a flood of them costs the sidecar only their
-    // reading; Node gives no per-frame hook to count them on, and the connection is left
-    // to --idle-timeout.
-    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 WINDOW_UPDATE flood (20,000 frames)', name: 'connection', value: closed ? `closed, GOAWAY ${codeName(goawayCodes(frames)[0])}` : 'kept open, nothing sent back' });
-    await stillServing('WINDOW_UPDATE flood');
+    const started = Date.now();
+    await writeAll(c, frames);
+    const { closed, frames: read } = await outcome(c, RELAY ? 10_000 : 2000);
+    const cpuMs = Math.round((cpuSeconds(sc.proc.pid!) - cpuBefore) * 1000);
+    if (RELAY || terminateCuts) {
+      assert.ok(closed, 'the flooding connection is closed');
+      assert.equal(goawayCodes(read)[0], H2_ERROR.ENHANCE_YOUR_CALM, `frames read: ${read.map((f) => f.type).join(' ')}`);
+      assert.equal(await terminated(sc.adminUrl, reason), before + 1);
+    } else {
+      assert.ok(!closed, 'nghttp2 reads the flood and keeps the connection');
+      assert.equal(await terminated(sc.adminUrl, reason), before, 'nothing is cut, so nothing is counted');
+    }
+    const value = closed ? `closed, GOAWAY ${codeName(goawayCodes(read)[0])}` : 'kept open, nothing sent back';
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 ${what}, ${PLANE}`, name: 'connection', value });
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 ${what}, ${PLANE}`, name: 'sidecar CPU while it lasted', value: cpuMs, unit: `ms (${Date.now() - started} ms of wall time)` });
+    await stillServing(what);
+  }
+
+  it(RELAY ? 'cuts a WINDOW_UPDATE flood with GOAWAY ENHANCE_YOUR_CALM and counts window_update_flood' : 'survives a WINDOW_UPDATE flood', async () => {
+    await flood('WINDOW_UPDATE flood (100,000 frames)', 'window_update_flood', Array.from({ length: 100_000 }, () => windowUpdate(0, 1)));
+  });
+
+  it(RELAY ? 'cuts a PRIORITY flood with GOAWAY ENHANCE_YOUR_CALM and counts priority_flood' : 'survives a PRIORITY flood', async () => {
+    await flood('PRIORITY flood (100,000 frames)', 'priority_flood', Array.from({ length: 100_000 }, (_, i) => priority(1 + 2 * (i % 1000))));
+  });
+
+  it('cuts a flood of empty DATA frames with GOAWAY ENHANCE_YOUR_CALM and counts empty_frame_flood', async () => {
+    // One POST whose body never comes, then empty DATA frames on it, none ending the stream.
+    const frames = [frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, requestBlock('/v1/echo', 'POST'))];
+    for (let i = 0; i < 100_000; i++) frames.push(frame(FRAME.DATA, 0, 1));
+    await flood('empty DATA flood (100,000 frames)', 'empty_frame_flood', frames, true);
   });
 });
+

@@ -26,6 +26,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { localReply } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
+import { ClientFrameBudget } from './frame-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { Flag, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
@@ -105,6 +106,8 @@ export class RelayConnection {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
   private readonly budget = new ResetBudget(Date.now);
+  /** Floods of frames the client sends (frame-budget.ts). */
+  private readonly frameBudget = new ClientFrameBudget();
   /** Why calls are answered locally, once the upstream could not be reached. */
   private localReason = '';
   /** The first header block the relay writes itself starts with a table size update. */
@@ -179,6 +182,9 @@ export class RelayConnection {
 
   private onClientBytes(chunk: Buffer): void {
     if (this.phase === 'closed') return;
+    // Frame floods are cut before any of their bytes is passed on.
+    const flood = this.frameBudget.read(chunk);
+    if (flood) return this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
     // Translate mode writes a piece per run of frames: one syscall for the lot.
     const corked = this.translate && this.phase === 'open';
     if (corked) this.up!.cork();
@@ -362,6 +368,7 @@ export class RelayConnection {
         if (flags & Flag.END_STREAM) this.responseComplete(id, stream);
       },
       data: (id, chunk, flags, last) => {
+        if (last) this.frameBudget.dataFrameSent();
         const stream = this.streams.get(id);
         if (!stream) return;
         if (chunk.length > 0) stream.call.tap.responseData(chunk);
