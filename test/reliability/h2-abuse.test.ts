@@ -4,6 +4,8 @@
 // what that client was told (GOAWAY code, RST_STREAM code, the close), the count
 // on /metrics, and that the sidecar is alive and a normal client is still served.
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
@@ -155,33 +157,6 @@ describe('rpcscope binary and hostile HTTP/2 clients', () => {
     await stillServing('oversized header block');
   });
 
-  it('refuses streams over the concurrency limit with REFUSED_STREAM before the client acknowledged it', async () => {
-    const c = await h2Raw(sc.port, false);
-    // POSTs whose body never comes stay open: the first 1000 are forwarded and held.
-    await writeAll(c, Array.from({ length: 1100 }, (_, i) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, requestBlock('/v1/echo', 'POST'))));
-    const { closed, frames } = await outcome(c, 5000);
-    const refused = [...resets(frames)].filter(([, code]) => code === H2_ERROR.REFUSED_STREAM).map(([id]) => id);
-    assert.equal(refused.length, 100, 'every stream past the 1000th is refused');
-    assert.ok(refused.every((id) => id > 2000), 'and only those');
-    assert.ok(!closed, 'the connection stays');
-    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 1,100 concurrent streams, limit 1,000 not yet acknowledged', name: 'streams refused', value: `${refused.length}, RST_STREAM REFUSED_STREAM` });
-    await stillServing('streams over the limit');
-  });
-
-  it('closes a connection that opens streams over the concurrency limit it acknowledged, and counts protocol_error', async () => {
-    const before = await terminated(sc.adminUrl, 'protocol_error');
-    const c = await h2Raw(sc.port);
-    await writeAll(c, Array.from({ length: 1100 }, (_, i) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, requestBlock('/v1/echo', 'POST'))));
-    const { closed, frames } = await outcome(c);
-    // RFC 9113 §5.1.2 lets nghttp2 treat it as a connection error; Node ends the session with INTERNAL_ERROR.
-    assert.ok(closed, 'the connection is closed');
-    const goaway = goawayCodes(frames)[0];
-    assert.ok(goaway === undefined || goaway === H2_ERROR.INTERNAL_ERROR, `GOAWAY ${codeName(goaway)}`);
-    assert.equal(await terminated(sc.adminUrl, 'protocol_error'), before + 1);
-    reportFigure({ section: 'bad-input', scenario: 'HTTP/2 1,100 concurrent streams, limit 1,000 acknowledged', name: 'connection closed', value: goaway === undefined ? 'closed, no GOAWAY read' : `GOAWAY ${codeName(goaway)}` });
-    await stillServing('streams over the acknowledged limit');
-  });
-
   /**
    * A flood of frames owed no answer. The relay reads each one and cuts the client past
    * its budget (relay/frame-budget.ts); the terminating path hands the socket to
@@ -228,3 +203,74 @@ describe('rpcscope binary and hostile HTTP/2 clients', () => {
   });
 });
 
+/**
+ * Streams over the concurrency limit. The app here advertises 1000, as the sidecar
+ * does on the terminating path: relayed, the app's SETTINGS reach the client and
+ * the relay holds it to them; terminated, the sidecar's own.
+ */
+describe('rpcscope binary and clients over the concurrency limit', () => {
+  let app: http2.Http2Server;
+  let sc: SidecarProcess;
+  before(async () => {
+    app = http2.createServer({ settings: { maxConcurrentStreams: 1000 } });
+    app.on('session', (s) => s.on('error', () => {}));
+    // Answers each request once its body is over: a POST whose body never comes stays open.
+    app.on('stream', (stream) => {
+      stream.on('error', () => {});
+      stream.resume();
+      stream.on('end', () => stream.respond({ ':status': 200 }, { endStream: true }));
+    });
+    await new Promise<void>((r) => app.listen(0, '127.0.0.1', r));
+    sc = await startSidecarProcess(['--upstream', `http://127.0.0.1:${(app.address() as AddressInfo).port}`]);
+  });
+  after(async () => {
+    await sc.stop();
+    // Its sessions went with the sidecar; close() would wait for none.
+    app.close();
+  });
+
+  async function stillServing(what: string): Promise<void> {
+    assert.equal(sc.proc.exitCode, null, `rpcscope is alive after the ${what}`);
+    const client = http2.connect(`http://127.0.0.1:${sc.port}`);
+    try {
+      const status = await new Promise((resolve, reject) => {
+        const req = client.request({ ':path': '/after' }, { endStream: true }).on('response', (h) => resolve(h[':status'])).on('error', reject);
+        req.resume();
+      });
+      assert.equal(status, 200);
+    } finally {
+      client.close();
+    }
+  }
+
+  it('refuses streams over the concurrency limit with REFUSED_STREAM before the client acknowledged it', async () => {
+    const before = await terminated(sc.adminUrl, 'stream_limit');
+    const c = await h2Raw(sc.port, false);
+    // POSTs whose body never comes stay open: the first 1000 are forwarded and held.
+    await writeAll(c, Array.from({ length: 1100 }, (_, i) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, requestBlock('/v1/echo', 'POST'))));
+    const { closed, frames } = await outcome(c, 5000);
+    const refused = [...resets(frames)].filter(([, code]) => code === H2_ERROR.REFUSED_STREAM).map(([id]) => id);
+    assert.equal(refused.length, 100, 'every stream past the 1000th is refused');
+    assert.ok(refused.every((id) => id > 2000), 'and only those');
+    assert.ok(!closed, 'the connection stays');
+    // RFC 9113 §5.1.2: the client could not yet know the limit; nothing is counted against it.
+    assert.equal(await terminated(sc.adminUrl, 'stream_limit'), before);
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 1,100 concurrent streams, limit 1,000 not yet acknowledged, ${PLANE}`, name: 'streams refused', value: `${refused.length}, RST_STREAM REFUSED_STREAM` });
+    await stillServing('streams over the limit');
+  });
+
+  it('closes a connection that opens streams over the concurrency limit it acknowledged with GOAWAY PROTOCOL_ERROR, and counts stream_limit', async () => {
+    const before = { limit: await terminated(sc.adminUrl, 'stream_limit'), protocol: await terminated(sc.adminUrl, 'protocol_error') };
+    const c = await h2Raw(sc.port);
+    await writeAll(c, Array.from({ length: 1100 }, (_, i) => frame(FRAME.HEADERS, FLAG.END_HEADERS, 1 + 2 * i, requestBlock('/v1/echo', 'POST'))));
+    const { closed, frames } = await outcome(c);
+    // RFC 9113 §5.1.2 lets a server treat it as a connection error, as nghttp2 does.
+    assert.ok(closed, 'the connection is closed');
+    const goaway = goawayCodes(frames)[0];
+    assert.equal(goaway, H2_ERROR.PROTOCOL_ERROR, `GOAWAY ${codeName(goaway)}`);
+    assert.equal(await terminated(sc.adminUrl, 'stream_limit'), before.limit + 1);
+    assert.equal(await terminated(sc.adminUrl, 'protocol_error'), before.protocol, 'counted under its own reason only');
+    reportFigure({ section: 'bad-input', scenario: `HTTP/2 1,100 concurrent streams, limit 1,000 acknowledged, ${PLANE}`, name: 'connection closed', value: `GOAWAY ${codeName(goaway)}` });
+    await stillServing('streams over the acknowledged limit');
+  });
+});

@@ -31,8 +31,10 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  *   ambiguous head, oversized headers, absolute-form target, CONNECT); 400, 405 or 431.
  * - `window_update_flood`, `priority_flood`, `empty_frame_flood`: a relayed client
  *   sent more of those frames than relay/frame-budget.ts allows; GOAWAY ENHANCE_YOUR_CALM.
+ * - `stream_limit`: the client opened a stream past the SETTINGS_MAX_CONCURRENT_STREAMS
+ *   it had acknowledged (RFC 9113 §5.1.2).
  */
-export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request', 'window_update_flood', 'priority_flood', 'empty_frame_flood'] as const;
+export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request', 'window_update_flood', 'priority_flood', 'empty_frame_flood', 'stream_limit'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
 
 /** A site logs its first fault with the stack, then at most once per interval with the count since. */

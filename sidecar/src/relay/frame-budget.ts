@@ -29,6 +29,8 @@
 //
 // The budget reads only frame headers (and a padded frame's pad length), ahead
 // of the relay's frame parser, so a flood is cut before any of it is passed on.
+// Streams opened past the SETTINGS_MAX_CONCURRENT_STREAMS the client
+// acknowledged (the app's, relayed to it) are counted here too (`stream_limit`).
 import type { TerminationReason } from '../observe/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../listen/control-frame-budget.ts';
 import { DEFAULT_MAX_HEADER_BLOCK } from './frame-parser.ts';
@@ -40,6 +42,9 @@ export const INBOUND_FRAME_LIMITS = {
   consecutiveEmptyFrames: 1,
   continuationsPerBlock: 32,
 } as const;
+
+/** SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §6.5.2). */
+const MAX_CONCURRENT_STREAMS = 0x3;
 
 export interface Flood {
   reason: TerminationReason;
@@ -53,6 +58,7 @@ const WINDOW_UPDATE_FLOOD = flood('window_update_flood', 'more WINDOW_UPDATE fra
 const PRIORITY_FLOOD = flood('priority_flood', 'more PRIORITY frames than its streams call for');
 const EMPTY_FRAME_FLOOD = flood('empty_frame_flood', 'DATA, HEADERS or CONTINUATION frames with nothing in them, in a row');
 const CONTINUATION_FLOOD = flood('continuation_flood', 'a header block continued past the limit (CONTINUATION flood)');
+export const STREAM_LIMIT = flood('stream_limit', 'streams opened past the concurrency limit it acknowledged');
 
 export class ClientFrameBudget {
   private prefaceLeft = CLIENT_PREFACE.length;
@@ -76,6 +82,9 @@ export class ClientFrameBudget {
   private continuations = 0;
   private blockBytes = 0;
   private tripped: Flood | undefined;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS values relayed to the client, waiting for its ACK (in order, §6.5.3). */
+  private readonly unacknowledged: (number | undefined)[] = [];
+  private streamLimit = Infinity;
 
   /** Reads the frame headers in the client's next bytes; the first flood found, if any (then every later call says so too). */
   read(chunk: Buffer): Flood | undefined {
@@ -119,6 +128,24 @@ export class ClientFrameBudget {
   /** A DATA frame went to the client: each one earns it WINDOW_UPDATEs. */
   dataFrameSent(): void {
     this.dataFramesSent++;
+  }
+
+  /** The upstream's SETTINGS, on their way to the client. */
+  upstreamSettings(payload: Buffer): void {
+    let limit: number | undefined;
+    for (let i = 0; i + 6 <= payload.length; i += 6) if (payload.readUInt16BE(i) === MAX_CONCURRENT_STREAMS) limit = payload.readUInt32BE(i + 2);
+    this.unacknowledged.push(limit);
+  }
+
+  /** The client acknowledged the oldest SETTINGS it was sent: from now on it is held to their stream limit. */
+  settingsAcknowledged(): void {
+    const limit = this.unacknowledged.shift();
+    if (limit !== undefined) this.streamLimit = limit;
+  }
+
+  /** A new stream, with `open` streams already open: whether it is past the limit the client acknowledged. */
+  overStreamLimit(open: number): boolean {
+    return open >= this.streamLimit;
   }
 
   private frame(h: Buffer, at: number): void {

@@ -26,7 +26,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { localReply } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
-import { ClientFrameBudget } from './frame-budget.ts';
+import { ClientFrameBudget, STREAM_LIMIT } from './frame-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { Flag, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
@@ -106,7 +106,7 @@ export class RelayConnection {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
   private readonly budget = new ResetBudget(Date.now);
-  /** Floods of frames the client sends (frame-budget.ts). */
+  /** Floods of frames the client sends (frame-budget.ts), and the stream limit it acknowledged. */
   private readonly frameBudget = new ClientFrameBudget();
   /** Why calls are answered locally, once the upstream could not be reached. */
   private localReason = '';
@@ -309,6 +309,8 @@ export class RelayConnection {
         }
         if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
         this.lastClientStream = id;
+        // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
+        if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
         this.rewriteBlock(id, flags, block, list, stream.call.traceparent);
@@ -335,7 +337,7 @@ export class RelayConnection {
         if (!this.budget.spend()) this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: streams reset faster than the budget (rapid reset)');
       },
       settings: (flags, payload) => {
-        if (flags & Flag.ACK) return;
+        if (flags & Flag.ACK) return this.frameBudget.settingsAcknowledged();
         if (this.phase === 'local') this.down.write(SETTINGS_ACK);
         else this.clientSettings++;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
@@ -383,6 +385,7 @@ export class RelayConnection {
       },
       settings: (flags, payload) => {
         if (flags & Flag.ACK) return;
+        this.frameBudget.upstreamSettings(payload);
         this.upstreamSpoke = true;
         this.upstreamMaxFrame = settingValue(payload, Setting.MAX_FRAME_SIZE) ?? this.upstreamMaxFrame;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);

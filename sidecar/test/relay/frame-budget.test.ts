@@ -7,6 +7,12 @@ import { frame } from '../../src/relay/frame-writer.ts';
 
 const windowUpdate = (): Buffer => frame(FrameType.WINDOW_UPDATE, 0, 0, Buffer.from([0, 0, 0, 1]));
 const headers = (id: number, flags = Flag.END_HEADERS | Flag.END_STREAM): Buffer => frame(FrameType.HEADERS, flags, id, Buffer.from([0x82, 0x86, 0x84]));
+const settingsPayload = (id: number, value: number): Buffer => {
+  const p = Buffer.alloc(6);
+  p.writeUInt16BE(id, 0);
+  p.writeUInt32BE(value, 2);
+  return p;
+};
 
 /** Feeds the client's bytes after its preface: whole, then (on a fresh budget) one byte at a time; both must agree. */
 function feed(frames: Buffer[], setup: (b: ClientFrameBudget) => void = () => {}): string | undefined {
@@ -77,6 +83,18 @@ describe('ClientFrameBudget', () => {
     assert.equal(feed(pings(1000, Flag.ACK)), undefined);
     assert.equal(feed(Array.from({ length: 51 }, () => frame(FrameType.SETTINGS, 0, 0))), 'settings_flood');
     assert.equal(feed(Array.from({ length: 1000 }, () => frame(FrameType.SETTINGS, Flag.ACK, 0))), undefined);
+  });
+
+  it('holds a client to the stream limit only once it acknowledged the SETTINGS that set it', () => {
+    const b = new ClientFrameBudget();
+    b.upstreamSettings(settingsPayload(0x3, 2));
+    b.upstreamSettings(settingsPayload(0x4, 65535));
+    assert.equal(b.overStreamLimit(5), false, 'not acknowledged yet');
+    b.settingsAcknowledged();
+    assert.equal(b.overStreamLimit(1), false);
+    assert.equal(b.overStreamLimit(2), true);
+    b.settingsAcknowledged();
+    assert.equal(b.overStreamLimit(2), true, 'SETTINGS without the setting leave the limit as it was');
   });
 
   it('keeps saying so once tripped', () => {
