@@ -33,8 +33,10 @@
 // acknowledged (the app's, relayed to it) are counted here too (`stream_limit`).
 import type { TerminationReason } from '../observe/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../listen/control-frame-budget.ts';
+import { MAX_HEADER_LIST_SIZE, headerListSize } from '../listen/header-list-size.ts';
 import { DEFAULT_MAX_HEADER_BLOCK } from './frame-parser.ts';
 import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
+import { dataFrame, headersFrame } from './frame-writer.ts';
 
 export const INBOUND_FRAME_LIMITS = {
   windowUpdatesPerDataFrameSent: 10,
@@ -85,6 +87,7 @@ export class ClientFrameBudget {
   /** SETTINGS_MAX_CONCURRENT_STREAMS values relayed to the client, waiting for its ACK (in order, §6.5.3). */
   private readonly unacknowledged: (number | undefined)[] = [];
   private streamLimit = Infinity;
+  private refusedHeaderList = false;
 
   /** Reads the frame headers in the client's next bytes; the first flood found, if any (then every later call says so too). */
   read(chunk: Buffer): Flood | undefined {
@@ -143,6 +146,12 @@ export class ClientFrameBudget {
     if (limit !== undefined) this.streamLimit = limit;
   }
 
+  /** A header list was refused: true the first time on the connection, which is counted (and asked to go) once. */
+  firstHeaderListRefused(): boolean {
+    if (this.refusedHeaderList) return false;
+    return (this.refusedHeaderList = true);
+  }
+
   /** A new stream, with `open` streams already open: whether it is past the limit the client acknowledged. */
   overStreamLimit(open: number): boolean {
     return open >= this.streamLimit;
@@ -197,4 +206,24 @@ export class ClientFrameBudget {
     if (content > 0 || (this.type !== FrameType.CONTINUATION && this.flags & Flag.END_STREAM)) this.emptyInARow = 0;
     else if (++this.emptyInARow > INBOUND_FRAME_LIMITS.consecutiveEmptyFrames) this.tripped = EMPTY_FRAME_FLOOD;
   }
+}
+
+/**
+ * A request header list (decoded, as name, value, name, value…) over the size the
+ * terminating path answers 431 for (listen/header-list-size.ts): the relay gives the
+ * same answer, whatever limit the app advertised, and never makes it a call.
+ */
+export function overHeaderListSize(list: string[]): boolean {
+  return headerListSize({}, list) > MAX_HEADER_LIST_SIZE;
+}
+
+const REFUSAL_FIELDS: [string, string][] = [
+  [':status', '431'],
+  ['content-type', 'text/plain; charset=utf-8'],
+];
+const REFUSAL_BODY = Buffer.from(`rpcscope: request header list over ${MAX_HEADER_LIST_SIZE} octets\n`);
+
+/** The 431 answer's frames on stream `id`, its header block encoded when written (`encode`, which knows the client's table). */
+export function headerListRefusal(id: number, encode: (fields: [string, string][]) => Buffer): [() => Buffer, Buffer] {
+  return [() => headersFrame(id, encode(REFUSAL_FIELDS), false), dataFrame(id, REFUSAL_BODY, true)];
 }

@@ -26,7 +26,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { localReply } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
-import { ClientFrameBudget, STREAM_LIMIT } from './frame-budget.ts';
+import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal, overHeaderListSize } from './frame-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { Flag, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
@@ -311,6 +311,15 @@ export class RelayConnection {
         this.lastClientStream = id;
         // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
         if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
+        // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
+        // block (its table must stay in step) and is told to drop it once the bytes being read have passed.
+        if (overHeaderListSize(list)) {
+          if (!this.translate) this.toUpstream.push(rstStreamFrame(id, Http2Error.CANCEL));
+          for (const f of headerListRefusal(id, (fields) => encodeLiteralBlock(fields, this.owedTableSize))) this.sendToClient(f);
+          if (!this.frameBudget.firstHeaderListRefused()) return;
+          this.ctx.faults.connectionTerminated('bad_request');
+          return this.goAway();
+        }
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
         this.rewriteBlock(id, flags, block, list, stream.call.traceparent);

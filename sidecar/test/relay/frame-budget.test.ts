@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ClientFrameBudget, INBOUND_FRAME_LIMITS } from '../../src/relay/frame-budget.ts';
+import { ClientFrameBudget, INBOUND_FRAME_LIMITS, headerListRefusal, overHeaderListSize } from '../../src/relay/frame-budget.ts';
 import { DEFAULT_MAX_HEADER_BLOCK } from '../../src/relay/frame-parser.ts';
 import { CLIENT_PREFACE, Flag, FrameType } from '../../src/relay/frame-types.ts';
 import { frame } from '../../src/relay/frame-writer.ts';
@@ -95,6 +95,19 @@ describe('ClientFrameBudget', () => {
     assert.equal(b.overStreamLimit(2), true);
     b.settingsAcknowledged();
     assert.equal(b.overStreamLimit(2), true, 'SETTINGS without the setting leave the limit as it was');
+  });
+
+  it('refuses a header list over 65535 octets by RFC 9113’s count, with a 431 the client’s table decodes, once per connection', () => {
+    assert.equal(overHeaderListSize([':method', 'GET', 'x-a', 'v'.repeat(65_000)]), false);
+    // 2048 empty-valued fields: 2048 × (1 + 32) octets.
+    assert.equal(overHeaderListSize(Array.from({ length: 2048 }, () => ['x', '']).flat()), true);
+    const [head, body] = headerListRefusal(7, () => Buffer.from([0x20]));
+    const h = head();
+    assert.deepEqual([h[3], h[4], h.readUInt32BE(5), h.subarray(9)], [FrameType.HEADERS, Flag.END_HEADERS, 7, Buffer.from([0x20])]);
+    assert.deepEqual([body[3], body[4], body.readUInt32BE(5)], [FrameType.DATA, Flag.END_STREAM, 7]);
+    const b = new ClientFrameBudget();
+    assert.equal(b.firstHeaderListRefused(), true);
+    assert.equal(b.firstHeaderListRefused(), false);
   });
 
   it('keeps saying so once tripped', () => {
