@@ -2,7 +2,7 @@
 // client over a raw socket, and a reader for the frames the server sent back.
 
 /** Frame types, RFC 9113 §6. */
-export const FRAME = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
+export const FRAME = { DATA: 0, HEADERS: 1, PRIORITY: 2, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
 /** Flags: END_STREAM 0x1, END_HEADERS 0x4 (HEADERS, CONTINUATION), ACK 0x1 (SETTINGS, PING). */
 export const FLAG = { END_STREAM: 0x1, ACK: 0x1, END_HEADERS: 0x4 } as const;
 /** Error codes, RFC 9113 §7. */
@@ -29,6 +29,11 @@ export function ping(n: number): Buffer {
   const p = Buffer.alloc(8);
   p.writeUInt32BE(n, 4);
   return frame(FRAME.PING, 0, 0, p);
+}
+
+/** PRIORITY (RFC 9113 §6.3, deprecated but still read): a stream's dependency (none) and weight. */
+export function priority(streamId: number): Buffer {
+  return frame(FRAME.PRIORITY, 0, streamId, Buffer.from([0, 0, 0, 0, 15]));
 }
 
 export function windowUpdate(streamId: number, increment: number): Buffer {

@@ -10,10 +10,13 @@ import type http2 from 'node:http2';
 export const MAX_HEADER_LIST_SIZE = 65535;
 /**
  * Node resets a stream past this many fields before anyone sees it (ENHANCE_YOUR_CALM,
- * uncounted). Every list of more fields than 65535 / 32 is over the size anyway,
- * so Node's cap is set above that and the size decides, with a 431 that is counted.
+ * uncounted). Every list of more fields than 65535 / 32 is over the size anyway, so
+ * the cap is set where no header block nghttp2 takes can reach it — HEADERS and 8
+ * CONTINUATIONs (more is a continuation_flood) of 16384 octets, Node's frame size, at
+ * one octet per field — and the size decides, with a 431 that is counted. Node still
+ * resets, uncounted, a list whose decoded fields outgrow its session memory (10 MB).
  */
-export const MAX_HEADER_LIST_PAIRS = 4096;
+export const MAX_HEADER_LIST_PAIRS = 9 * 16_384;
 const FIELD_OVERHEAD = 32;
 
 /** The RFC 9113 size of a request's header list, from Node's raw fields (name, value, name, value…) or, without them, its headers. */

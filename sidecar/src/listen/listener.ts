@@ -31,7 +31,9 @@ type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session
 
 /** A session cut for a flood: it is told so once, and counted once. */
 const CUT = Symbol('rpcscope.cut');
-type Cut = { [CUT]?: boolean };
+/** Why nghttp2 gave up on a session, as the listener read it when Node ended the session. */
+const ENDED_FOR = Symbol('rpcscope.endedFor');
+type Cut = { [CUT]?: boolean; [ENDED_FOR]?: TerminationReason };
 const ignore = (): void => {};
 /**
  * maxConcurrentStreams: Node advertises no limit by default; streams past this one
@@ -48,6 +50,28 @@ const NGHTTP2_SESSION_ERRORS = new Map<number, TerminationReason>([
   [-904, 'control_frame_flood'], // NGHTTP2_ERR_FLOODED
   [-905, 'continuation_flood'], // NGHTTP2_ERR_TOO_MANY_CONTINUATIONS (nghttp2 1.61: more than 8)
 ]);
+/**
+ * NGHTTP2_ERR_PROTO: among others, a HEADERS frame opening a stream past the
+ * SETTINGS_MAX_CONCURRENT_STREAMS the client acknowledged (RFC 9113 §5.1.2).
+ */
+const NGHTTP2_ERR_PROTO = -505;
+/**
+ * Node's own count: empty DATA frames without END_STREAM and frames nghttp2 found
+ * invalid, past maxSessionInvalidFrames (1000), end the session with this code.
+ */
+const TOO_MANY_INVALID_FRAMES = 'ERR_HTTP2_TOO_MANY_INVALID_FRAMES';
+/**
+ * The GOAWAY code a client is told, by why nghttp2 gave up on its session. Node
+ * sends INTERNAL_ERROR for all of them, which reads as the sidecar's own fault;
+ * RFC 9113 §5.4.1 gives ENHANCE_YOUR_CALM to a peer generating excessive load and
+ * §5.1.2 PROTOCOL_ERROR to a stream past the acknowledged limit.
+ */
+const GOAWAY_FOR: Partial<Record<TerminationReason, number>> = {
+  control_frame_flood: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM,
+  continuation_flood: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM,
+  empty_frame_flood: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM,
+  stream_limit: http2.constants.NGHTTP2_PROTOCOL_ERROR,
+};
 const SESSION_WINDOW = 16 * 1024 * 1024;
 /** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
 const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
@@ -347,8 +371,15 @@ export class ProxyListener {
     const onClientReset = (): void => {
       if (!budget.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session);
     };
+    // Streams open, for telling a stream over the acknowledged limit from other protocol errors.
+    let open = 0;
     // The fourth argument, raw fields (left out of Node's type definitions), keeps repeated fields apart.
-    session.on('stream', (stream, headers, _flags, rawHeaders?: string[]) => this.onStream(conn, onClientReset, stream, headers, rawHeaders));
+    session.on('stream', (stream, headers, _flags, rawHeaders?: string[]) => {
+      open++;
+      stream.once('close', () => open--);
+      this.onStream(conn, onClientReset, stream, headers, rawHeaders);
+    });
+    this.tellWhyEnded(session, () => !session.pendingSettingsAck && open >= (session.localSettings.maxConcurrentStreams ?? Infinity));
     // Each PING and SETTINGS is owed an ACK: a client sending them faster than its
     // budget is cut before nghttp2's own limit, and told why.
     const pings = new ControlFrameBudget(CONTROL_FRAME_BUDGETS.ping, Date.now);
@@ -364,7 +395,7 @@ export class ProxyListener {
       // frames); a socket error is only the client going away.
       // A session already cut for a flood may hit nghttp2's limits while its GOAWAY is written: counted once.
       if (!err.code?.startsWith('ERR_HTTP2_') || err.code === 'ERR_HTTP2_SESSION_ERROR' || (session as Cut)[CUT]) return;
-      const reason = (err.code === 'ERR_HTTP2_ERROR' && err.errno !== undefined && NGHTTP2_SESSION_ERRORS.get(err.errno)) || 'protocol_error';
+      const reason = (session as Cut)[ENDED_FOR] ?? 'protocol_error';
       this.ctx.faults.connectionTerminated(reason);
       if (reason !== 'protocol_error') this.ctx.log.warn('client connection cut by the HTTP/2 layer', { reason, peer: conn.peer });
       else this.ctx.log.debug('client connection ended by the HTTP/2 layer', { error: err.message, code: err.code, errno: err.errno, peer: conn.peer });
@@ -384,6 +415,27 @@ export class ProxyListener {
     session.on('goaway', (code) => this.ctx.observer.goaway('client', code));
     session.once('close', () => this.sessions.delete(session));
     if (this.draining) this.goaway(session);
+  }
+
+  /**
+   * Node ends a session nghttp2 gave up on through the session's public destroy(error),
+   * with GOAWAY INTERNAL_ERROR unless given a code: the session's own destroy passes
+   * the code that says why (GOAWAY_FOR), and notes the reason it is counted under.
+   */
+  private tellWhyEnded(session: http2.ServerHttp2Session, atStreamLimit: () => boolean): void {
+    const destroy = session.destroy.bind(session);
+    session.destroy = (err?: Error & { code?: string; errno?: number }, code?: number): void => {
+      if (code === undefined && !session.destroyed && (err?.code === 'ERR_HTTP2_ERROR' || err?.code === TOO_MANY_INVALID_FRAMES)) {
+        const reason =
+          err.code === TOO_MANY_INVALID_FRAMES ? 'empty_frame_flood' : err.errno === undefined ? undefined : (NGHTTP2_SESSION_ERRORS.get(err.errno) ?? (err.errno === NGHTTP2_ERR_PROTO && atStreamLimit() ? 'stream_limit' : undefined));
+        if (reason) {
+          (session as Cut)[ENDED_FOR] = reason;
+          code = GOAWAY_FOR[reason];
+          if (code !== undefined) this.ctx.observer.goaway('proxy', code);
+        }
+      }
+      destroy(err, code);
+    };
   }
 
   private goaway(session: http2.Http2Session): void {

@@ -19,9 +19,9 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  * - `ping_flood`, `settings_flood`: the client sent PING or SETTINGS frames, each
  *   owed an ACK, faster than its budget (listen/control-frame-budget.ts); GOAWAY ENHANCE_YOUR_CALM.
  * - `control_frame_flood`: nghttp2 found 1000 ACKs queued that the client did not
- *   read (a flood past the budgets, or a client that never reads); GOAWAY INTERNAL_ERROR.
+ *   read (a flood past the budgets, or a client that never reads); GOAWAY ENHANCE_YOUR_CALM.
  * - `continuation_flood`: a header block went on in more CONTINUATION frames than
- *   nghttp2 allows (8; the CVE-2024-27316 shape); GOAWAY INTERNAL_ERROR.
+ *   allowed (nghttp2: 8; the relay: 32; the CVE-2024-27316 shape); GOAWAY ENHANCE_YOUR_CALM.
  * - `protocol_error`: Node's HTTP/2 layer ended the session with another HTTP/2 error
  *   (nghttp2's own reset rate limit sends GOAWAY INTERNAL_ERROR; invalid frames).
  * - `first_byte_timeout`: the connection did not show its protocol in time (no TLS
@@ -30,8 +30,12 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  * - `idle_timeout`: no call in flight for the idle timeout (HTTP/2: GOAWAY NO_ERROR first).
  * - `bad_request`: an HTTP/1.1 request refused before forwarding (malformed or
  *   ambiguous head, oversized headers, absolute-form target, CONNECT); 400, 405 or 431.
+ * - `window_update_flood`, `priority_flood`, `empty_frame_flood`: a relayed client
+ *   sent more of those frames than relay/frame-budget.ts allows; GOAWAY ENHANCE_YOUR_CALM.
+ * - `stream_limit`: the client opened a stream past the SETTINGS_MAX_CONCURRENT_STREAMS
+ *   it had acknowledged (RFC 9113 §5.1.2).
  */
-export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request'] as const;
+export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request', 'window_update_flood', 'priority_flood', 'empty_frame_flood', 'stream_limit'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
 
 /** A site logs its first fault with the stack, then at most once per interval with the count since. */

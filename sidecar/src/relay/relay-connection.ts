@@ -26,6 +26,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { localReply } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
+import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal, overHeaderListSize } from './frame-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { Flag, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
@@ -105,6 +106,8 @@ export class RelayConnection {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   private upstreamSpoke = false;
   private readonly budget = new ResetBudget(Date.now);
+  /** Floods of frames the client sends (frame-budget.ts), and the stream limit it acknowledged. */
+  private readonly frameBudget = new ClientFrameBudget();
   /** Why calls are answered locally, once the upstream could not be reached. */
   private localReason = '';
   /** The first header block the relay writes itself starts with a table size update. */
@@ -179,6 +182,9 @@ export class RelayConnection {
 
   private onClientBytes(chunk: Buffer): void {
     if (this.phase === 'closed') return;
+    // Frame floods are cut before any of their bytes is passed on.
+    const flood = this.frameBudget.read(chunk);
+    if (flood) return this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
     // Translate mode writes a piece per run of frames: one syscall for the lot.
     const corked = this.translate && this.phase === 'open';
     if (corked) this.up!.cork();
@@ -303,6 +309,17 @@ export class RelayConnection {
         }
         if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
         this.lastClientStream = id;
+        // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
+        if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
+        // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
+        // block (its table must stay in step) and is told to drop it once the bytes being read have passed.
+        if (overHeaderListSize(list)) {
+          if (!this.translate) this.toUpstream.push(rstStreamFrame(id, Http2Error.CANCEL));
+          for (const f of headerListRefusal(id, (fields) => encodeLiteralBlock(fields, this.owedTableSize))) this.sendToClient(f);
+          if (!this.frameBudget.firstHeaderListRefused()) return;
+          this.ctx.faults.connectionTerminated('bad_request');
+          return this.goAway();
+        }
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
         this.rewriteBlock(id, flags, block, list, stream.call.traceparent);
@@ -329,7 +346,7 @@ export class RelayConnection {
         if (!this.budget.spend()) this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: streams reset faster than the budget (rapid reset)');
       },
       settings: (flags, payload) => {
-        if (flags & Flag.ACK) return;
+        if (flags & Flag.ACK) return this.frameBudget.settingsAcknowledged();
         if (this.phase === 'local') this.down.write(SETTINGS_ACK);
         else this.clientSettings++;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
@@ -362,6 +379,7 @@ export class RelayConnection {
         if (flags & Flag.END_STREAM) this.responseComplete(id, stream);
       },
       data: (id, chunk, flags, last) => {
+        if (last) this.frameBudget.dataFrameSent();
         const stream = this.streams.get(id);
         if (!stream) return;
         if (chunk.length > 0) stream.call.tap.responseData(chunk);
@@ -376,6 +394,7 @@ export class RelayConnection {
       },
       settings: (flags, payload) => {
         if (flags & Flag.ACK) return;
+        this.frameBudget.upstreamSettings(payload);
         this.upstreamSpoke = true;
         this.upstreamMaxFrame = settingValue(payload, Setting.MAX_FRAME_SIZE) ?? this.upstreamMaxFrame;
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
