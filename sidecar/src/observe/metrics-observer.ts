@@ -15,7 +15,8 @@ import { performance } from 'node:perf_hooks';
 import { TraceFlags, type SpanContext } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { CallRecord, CallReset, Direction, Encoding, Protocol } from './call-record.ts';
+import type { CallRecord } from './call-record.ts';
+import type { CallReset, Direction, Encoding, Protocol } from '../protocol/vocabulary.ts';
 import { FAULT_SITES, TERMINATION_REASONS, type Faults } from './faults.ts';
 import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
 import {

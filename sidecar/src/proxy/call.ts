@@ -2,7 +2,8 @@
 // arrive, its connection's counters, and exactly one end however it ends.
 import { performance } from 'node:perf_hooks';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { newCallRecord, type CallRecord, type CallReset, type HttpVersion } from '../observe/call-record.ts';
+import { newCallRecord, type CallRecord } from '../observe/call-record.ts';
+import type { CallReset, HttpVersion } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';

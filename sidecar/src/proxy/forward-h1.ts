@@ -4,7 +4,7 @@
 // closed on the other.
 import http from 'node:http';
 import https from 'node:https';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';
 import type { ProxyContext } from './context.ts';

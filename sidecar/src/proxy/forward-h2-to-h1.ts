@@ -9,7 +9,7 @@ import type http2 from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { CONNECTION_CLOSED, type CallReset } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';

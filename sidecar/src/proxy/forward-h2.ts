@@ -2,7 +2,7 @@
 // frame: headers, data with backpressure both ways, trailers (and trailers-only
 // responses), and resets with their codes in both directions.
 import http2 from 'node:http2';
-import { CONNECTION_CLOSED, type CallReset } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from './call.ts';

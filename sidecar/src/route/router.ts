@@ -1,7 +1,7 @@
 // Which route a call is: its `method` and `operation` labels and, for RPCs, its
 // streaming shape. Resolved once per call at its start; each distinct route is
 // one interned object, so that observers can bind their metric cells to it.
-import type { Protocol } from '../observe/call-record.ts';
+import type { Protocol } from '../protocol/vocabulary.ts';
 import { learnTemplate } from './learned-template.ts';
 import { MethodGuard, OTHER } from './method-guard.ts';
 import { OperationMap } from './operation-map.ts';
