@@ -1,6 +1,5 @@
 // One call's life in the proxy: its record opened when the request headers
 // arrive, its connection's counters, and exactly one end however it ends.
-import { performance } from 'node:perf_hooks';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { newCallRecord, type CallRecord } from '../observe/call-record.ts';
 import type { CallReset, HttpVersion } from '../protocol/vocabulary.ts';
@@ -9,8 +8,10 @@ import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';
 import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import type { ProxyContext } from './context.ts';
+import { now } from '../clock.ts';
 
-export const now = (): number => performance.now();
+// The clock lives in clock.ts; re-exported for the modules that still name it from here.
+export { now } from '../clock.ts';
 
 type HeaderBag = Record<string, string | string[] | undefined>;
 

@@ -12,7 +12,7 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import { countUpstreamSocket } from './h1-upstream-socket.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';

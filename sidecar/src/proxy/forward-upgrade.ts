@@ -11,7 +11,8 @@ import type { Duplex } from 'node:stream';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect } from '../protocol/detect.ts';
-import { Call, now } from './call.ts';
+import { now } from '../clock.ts';
+import { Call } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 
