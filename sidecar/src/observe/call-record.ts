@@ -2,6 +2,7 @@
 // to the observer when the call starts and again when it ends. The proxy fills
 // it in as the call goes; nothing here is computed for metrics' sake alone.
 import type { TrpcCall } from '../protocol/trpc-call.ts';
+import type { Route } from '../route/router.ts';
 import type { CallDeadline, CallReset, Direction, Encoding, HttpVersion, Protocol } from '../protocol/vocabulary.ts';
 
 // The shared vocabulary lives in protocol/vocabulary.ts; re-exported for the
@@ -24,6 +25,12 @@ export interface CallRecord {
   path: string;
   /** The downstream connection that carried the call. */
   connectionId: number;
+  /**
+   * The call's route (its `method` and `operation` labels, its shape), resolved
+   * once when the call starts, on either data plane; metrics, span names and the
+   * access log all use it. Undefined only on records built outside the pipeline.
+   */
+  route: Route | undefined;
 
   // Times are performance.now() milliseconds (monotonic).
   /** Request headers received from the caller. */
@@ -80,6 +87,7 @@ export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | '
   return {
     id,
     ...init,
+    route: undefined,
     upstreamStartTime: undefined,
     upstreamHeadersTime: undefined,
     firstResponseMessageTime: undefined,

@@ -47,6 +47,8 @@ export class Call {
     });
     record.deadline = readDeadline(detected.protocol, headers);
     record.trpc = detected.trpc;
+    // The route is resolved here, once, whichever data plane carries the call.
+    record.route = ctx.router.resolveCall(record);
     this.record = record;
     this.tap = new CallTap(record, detected.base64, now);
     this.target = ctx.upstreams.pick(record, conn.id, isGrpcFamily(detected.protocol));
