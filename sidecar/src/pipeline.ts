@@ -27,6 +27,7 @@ import { H2SessionPool } from './proxy/h2-session-pool.ts';
 import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
 import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
 import { UpstreamRetries } from './proxy/upstream-retries.ts';
+import { Router } from './route/router.ts';
 import { createTranslating } from './transcode/hand-off.ts';
 
 export interface Sidecar {
@@ -38,6 +39,8 @@ export interface Sidecar {
 
 /** What observes the calls: built once the endpoints' source is known. */
 export interface Observation {
+  /** The router of the routes files; without one, calls are routed by --max-methods alone. */
+  router?: Router;
   observers: Observer[];
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
@@ -108,6 +111,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h1,
     protocols,
     upstreams,
+    router: observation.router ?? new Router({ maxMethods: config.maxMethods }),
     retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,

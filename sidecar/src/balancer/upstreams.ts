@@ -10,12 +10,23 @@ import { Endpoint } from './endpoint.ts';
 import type { Picker } from './picker.ts';
 import type { EndpointAddress, EndpointResolver } from './resolver.ts';
 
+/**
+ * Where a call goes, and how the balancer learns that it ended: the call hands
+ * its record to onCallEnded once, after its end is recorded (as grpc-js's pick
+ * result carries onCallEnded). Bound once per endpoint, not per call.
+ */
+export interface UpstreamPick {
+  readonly target: UpstreamUrl;
+  /** Undefined when the choice does not depend on how calls end (inbound: the app). */
+  readonly onCallEnded: ((call: CallRecord) => void) | undefined;
+}
+
 export interface Upstreams {
-  /** The upstream for this call, or undefined when none is known. */
-  pick(call: CallRecord, connectionId: number, grpcFamily: boolean): UpstreamUrl | undefined;
+  /** The upstream for a call on this downstream connection, or undefined when none is known. */
+  pick(connectionId: number, grpcFamily: boolean): UpstreamPick | undefined;
   /** Every endpoint known now, as `host:port` (for the endpoint gauge and the skew). */
   known(): readonly string[];
-  /** Learns call ends and connection closes. */
+  /** Learns downstream connection closes (the sticky picker forgets the connection); call ends come through the pick. */
   readonly observer: Observer;
   start(): Promise<void>;
   stop(): void;
@@ -23,8 +34,10 @@ export interface Upstreams {
 
 export function fixedUpstreams(upstream: UpstreamUrl, grpcUpstream: UpstreamUrl | undefined): Upstreams {
   const known = [upstream.authority, ...(grpcUpstream ? [grpcUpstream.authority] : [])];
+  const toUpstream: UpstreamPick = { target: upstream, onCallEnded: undefined };
+  const toGrpcUpstream: UpstreamPick | undefined = grpcUpstream ? { target: grpcUpstream, onCallEnded: undefined } : undefined;
   return {
-    pick: (_call, _conn, grpcFamily) => (grpcFamily && grpcUpstream) || upstream,
+    pick: (_conn, grpcFamily) => (grpcFamily && toGrpcUpstream) || toUpstream,
     known: () => known,
     observer: noopObserver,
     start: async () => {},
@@ -51,14 +64,14 @@ export interface BalancedOptions {
 export class BalancedUpstreams implements Upstreams {
   private readonly endpoints = new Map<string, Endpoint>();
   private usable: Endpoint[] = [];
-  private readonly byCall = new WeakMap<CallRecord, Endpoint>();
+  /** Each endpoint's pick, bound once when the endpoint is added. */
+  private readonly picks = new WeakMap<Endpoint, UpstreamPick>();
   private timer: NodeJS.Timeout | undefined;
   readonly observer: Observer;
 
   constructor(readonly opts: BalancedOptions) {
     this.observer = {
       ...noopObserver,
-      callEnded: (call) => this.callEnded(call),
       connectionClosed: (conn: ConnectionRecord) => {
         if (conn.side === 'downstream') opts.picker.connectionClosed?.(conn.id);
       },
@@ -82,7 +95,7 @@ export class BalancedUpstreams implements Upstreams {
     return [...this.endpoints.keys()];
   }
 
-  pick(call: CallRecord, connectionId: number): UpstreamUrl | undefined {
+  pick(connectionId: number): UpstreamPick | undefined {
     const now = performance.now();
     let candidates = this.usable.filter((e) => e.usable(now));
     // Every endpoint backing off: try the one whose back-off ends first rather than fail the call.
@@ -91,13 +104,10 @@ export class BalancedUpstreams implements Upstreams {
     const e = this.opts.picker.pick(candidates, connectionId);
     e.active++;
     e.calls++;
-    this.byCall.set(call, e);
-    return e.target;
+    return this.picks.get(e);
   }
 
-  private callEnded(call: CallRecord): void {
-    const e = this.byCall.get(call);
-    if (!e) return;
+  private callEnded(e: Endpoint, call: CallRecord): void {
     const now = performance.now();
     const latency = call.upstreamUnreachable || call.upstreamStartTime === undefined ? undefined : (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime;
     e.finished(now, latency);
@@ -121,7 +131,9 @@ export class BalancedUpstreams implements Upstreams {
         known.draining = false;
         continue;
       }
-      this.endpoints.set(target.authority, new Endpoint(target.authority, target));
+      const e = new Endpoint(target.authority, target);
+      this.endpoints.set(target.authority, e);
+      this.picks.set(e, { target, onCallEnded: (call) => this.callEnded(e, call) });
       this.opts.log.info('endpoint added', { upstream: target.authority });
     }
     for (const [address, e] of this.endpoints) {

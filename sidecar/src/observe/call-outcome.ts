@@ -1,6 +1,7 @@
 // The final class of a call, decided once at its end from what the record
 // holds: the `code` label and, for a missed deadline, who noticed.
-import type { CallRecord, CallReset } from './call-record.ts';
+import type { CallRecord } from './call-record.ts';
+import type { CallReset } from '../protocol/vocabulary.ts';
 import type { TrpcProcedure } from '../protocol/trpc-call.ts';
 import { Http2Error, resetToGrpcCode } from '../protocol/reset-codes.ts';
 import { GrpcCode, connectCodeToGrpcCode, grpcCodeName, restStatusToGrpcCode, rpcHttpStatusToGrpcCode } from '../protocol/status-codes.ts';

@@ -2,31 +2,13 @@
 // to the observer when the call starts and again when it ends. The proxy fills
 // it in as the call goes; nothing here is computed for metrics' sake alone.
 import type { TrpcCall } from '../protocol/trpc-call.ts';
+import type { Route } from '../route/router.ts';
+import type { CallDeadline, CallReset, Direction, Encoding, HttpVersion, Protocol } from '../protocol/vocabulary.ts';
 
-export type Direction = 'inbound' | 'outbound';
-export type Protocol = 'grpc' | 'grpc_web' | 'connect' | 'rest' | 'trpc';
-export type Encoding = 'proto' | 'json' | 'text' | 'other';
-export type HttpVersion = '1.1' | '2';
-/** Who sent a reset (or, on HTTP/1.1, who closed the connection mid-call). */
-export type ResetSide = 'client' | 'upstream' | 'proxy';
-export type DeadlineHeader = 'grpc-timeout' | 'connect-timeout-ms';
-
-/** HTTP/1.1 has no RST_STREAM: a connection closed mid-call is recorded with this code. */
-export const CONNECTION_CLOSED = -1;
-
-export interface CallReset {
-  side: ResetSide;
-  /** HTTP/2 error code (RFC 9113 §7), or CONNECTION_CLOSED for an HTTP/1.1 connection closed mid-call. */
-  code: number;
-}
-
-export interface CallDeadline {
-  header: DeadlineHeader;
-  /** The header value as received; never used as a label. */
-  raw: string;
-  /** The budget in milliseconds, or undefined when the header could not be parsed. */
-  ms: number | undefined;
-}
+// The shared vocabulary lives in protocol/vocabulary.ts; re-exported for the
+// modules that still name it from here.
+export { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
+export type { CallDeadline, CallReset, DeadlineHeader, Direction, Encoding, HttpVersion, Protocol, ResetSide } from '../protocol/vocabulary.ts';
 
 export interface CallRecord {
   readonly id: number;
@@ -43,6 +25,12 @@ export interface CallRecord {
   path: string;
   /** The downstream connection that carried the call. */
   connectionId: number;
+  /**
+   * The call's route (its `method` and `operation` labels, its shape), resolved
+   * once when the call starts, on either data plane; metrics, span names and the
+   * access log all use it. Undefined only on records built outside the pipeline.
+   */
+  route: Route | undefined;
 
   // Times are performance.now() milliseconds (monotonic).
   /** Request headers received from the caller. */
@@ -99,6 +87,7 @@ export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | '
   return {
     id,
     ...init,
+    route: undefined,
     upstreamStartTime: undefined,
     upstreamHeadersTime: undefined,
     firstResponseMessageTime: undefined,

@@ -7,14 +7,10 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import type { Route } from '../route/router.ts';
 import type { CallRecord } from './call-record.ts';
 import { decideCode, decideCodeNumber } from './call-outcome.ts';
 
 type HeaderBag = Record<string, string | string[] | undefined>;
-
-/** The route a call has in the metrics (the metrics observer's router): spans are named as the series are. */
-export type RouteOf = (call: CallRecord) => Route;
 
 export interface CallTracing {
   /** Opens the call's span; returns the traceparent to send upstream, or undefined to forward the caller's as it is. */
@@ -43,7 +39,7 @@ class OtlpCallTracing implements CallTracing {
   // Kept apart from CallRecord.observation, which belongs to the metrics observer.
   private readonly spans = new WeakMap<CallRecord, Span>();
 
-  constructor(private readonly tracer: Tracer, private readonly provider: NodeTracerProvider, private readonly routeOf: RouteOf | undefined) {}
+  constructor(private readonly tracer: Tracer, private readonly provider: NodeTracerProvider) {}
 
   start(call: CallRecord, headers: HeaderBag): string | undefined {
     const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
@@ -51,8 +47,11 @@ class OtlpCallTracing implements CallTracing {
     // Span names stay bounded, as the metrics' `method` label is: the RPC method, the
     // REST route template ("GET /orders/{id}", OpenTelemetry's `{method} {http.route}`)
     // or a tRPC batch's first procedure, `_OTHER` past --max-methods; never a raw path.
-    // Without a router, the RPC method, the first procedure or the HTTP method alone.
-    const name = this.routeOf ? this.routeOf(call).method : call.trpc ? call.trpc.procedures[0]!.path : rpc ? call.path.slice(1) : call.httpMethod;
+    // The call's route (resolved as it started) is the metrics' route, so spans are
+    // named as the series are. A record with no route (built outside the pipeline)
+    // is named by the RPC method, the first procedure or the HTTP method alone.
+    const route = call.route;
+    const name = route ? route.method : call.trpc ? call.trpc.procedures[0]!.path : rpc ? call.path.slice(1) : call.httpMethod;
     const space = name.indexOf(' ');
     const span = this.tracer.startSpan(
       name,
@@ -94,12 +93,12 @@ class OtlpCallTracing implements CallTracing {
   }
 }
 
-export function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>, routeOf?: RouteOf): CallTracing {
+export function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
   if (!tracingEnabled(env)) return noopTracing;
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': serviceName, ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}), ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}) }),
     // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
-  return new OtlpCallTracing(provider.getTracer('rpcscope'), provider, routeOf);
+  return new OtlpCallTracing(provider.getTracer('rpcscope'), provider);
 }

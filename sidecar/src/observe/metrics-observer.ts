@@ -15,7 +15,8 @@ import { performance } from 'node:perf_hooks';
 import { TraceFlags, type SpanContext } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { CallRecord, CallReset, Direction, Encoding, Protocol } from './call-record.ts';
+import type { CallRecord } from './call-record.ts';
+import type { CallReset, Direction, Encoding, Protocol } from '../protocol/vocabulary.ts';
 import { FAULT_SITES, TERMINATION_REASONS, type Faults } from './faults.ts';
 import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
 import {
@@ -57,6 +58,12 @@ export interface MetricsObserverOptions {
   operations?: OperationMap;
   /** What the .proto files say (route/proto-catalog.ts). */
   protos?: ProtoCatalog;
+  /**
+   * The router the data plane resolves call routes with; calls whose record
+   * carries no route (built outside the pipeline) are resolved here too. Without
+   * it, one is built from maxMethods, routes, operations and protos.
+   */
+  router?: Router;
   /** `service.name` on target_info. */
   serviceName?: string;
   /** Every upstream endpoint known now (`host:port`), for the endpoint gauge and the skew; idle ones count. */
@@ -242,7 +249,7 @@ class MetricsObserverImpl implements MetricsObserver {
       this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
       this.internalErrors, this.connectionsTerminated,
     ];
-    this.router = new Router(opts);
+    this.router = opts.router ?? new Router(opts);
     this.knownEndpoints = opts.knownEndpoints ?? (() => [...this.upstreamCells.keys()]);
     this.endpointSeriesTtlMs = opts.endpointSeriesTtlMs ?? 0;
     this.clock = opts.clock ?? Date.now;
@@ -278,9 +285,8 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   route(call: CallRecord): Route {
-    // A tRPC call is routed by its (first) procedure: the access log's one line per HTTP call.
-    if (call.trpc) return this.router.resolveProcedure(call.trpc.procedures[0]!.path);
-    return this.router.resolve(call.protocol, call.httpMethod, call.path);
+    // Resolved as the call started (proxy/call.ts); records built elsewhere are resolved now.
+    return call.route ?? this.router.resolveCall(call);
   }
 
   callStarted(call: CallRecord): void {

@@ -10,16 +10,19 @@ import { createAccessLog } from './access-log.ts';
 import { createCallTracing, noopTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
+import { Router } from '../route/router.ts';
 
 export function createObservation(config: Config, files: StartFiles, log: Logger, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[], faults?: Faults): Observation {
-  // Spans are named by the metrics' routes, and their traces are the latency exemplars.
-  const tracing = createCallTracing(config.serviceName, env, (call) => metrics.route(call));
+  // One router for the whole sidecar: the data plane resolves each call's route
+  // with it as the call starts, and metrics, span names and the access log read
+  // that route off the call record.
+  const router = new Router({ maxMethods: config.maxMethods, routes: files.routes, operations: files.operations, protos: files.protos });
+  // The calls' traces are the latency exemplars.
+  const tracing = createCallTracing(config.serviceName, env);
   const metrics = createMetricsObserver({
+    router,
     maxMethods: config.maxMethods,
     detail: config.metricsDetail,
-    routes: files.routes,
-    operations: files.operations,
-    protos: files.protos,
     serviceName: config.serviceName,
     knownEndpoints,
     endpointSeriesTtlMs: config.endpointSeriesTtlMs,
@@ -29,6 +32,7 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
   });
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
   return {
+    router,
     observers: [metrics, accessLog.observer],
     tracing,
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),

@@ -2,7 +2,8 @@
 // fixed points of a call's and a connection's life; metrics, traces and the
 // connection view plug in behind it. Disabled observation is the no-op object,
 // not an `if` on every call.
-import type { CallRecord, HttpVersion } from './call-record.ts';
+import type { CallRecord } from './call-record.ts';
+import type { HttpVersion } from '../protocol/vocabulary.ts';
 
 export type ConnectionSide = 'downstream' | 'upstream';
 export type GoawaySide = 'client' | 'upstream' | 'proxy';

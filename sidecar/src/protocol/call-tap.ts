@@ -3,7 +3,7 @@
 // trailers, a trailers-only header block, the gRPC-Web trailer frame in the body,
 // the Connect end-stream message or the Connect unary error body, and each
 // tRPC procedure's result or error.
-import type { CallRecord } from '../observe/call-record.ts';
+import type { TappedFacts } from './vocabulary.ts';
 import { MessageCounter, connectErrorCode, grpcStatusFromTrailerFrame, parseStatus } from './message-framing.ts';
 
 /** A Connect unary error body larger than this is not read for its code. */
@@ -23,7 +23,7 @@ export class CallTap {
   private errorBody: Buffer[] | undefined;
   private errorBodyBytes = 0;
 
-  constructor(private readonly call: CallRecord, base64: boolean, private readonly now: () => number) {
+  constructor(private readonly call: TappedFacts, base64: boolean, private readonly now: () => number) {
     if (call.framed) {
       this.requestCounter = MessageCounter.forProtocol(call.protocol, base64);
       this.responseCounter = MessageCounter.forProtocol(call.protocol, base64, () => {

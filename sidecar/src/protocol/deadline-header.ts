@@ -1,6 +1,6 @@
 // Which header carries a call's deadline, by protocol: gRPC and gRPC-Web send
 // `grpc-timeout`, Connect sends `connect-timeout-ms`, REST and tRPC have none.
-import type { CallDeadline, Protocol } from '../observe/call-record.ts';
+import type { CallDeadline, Protocol } from './vocabulary.ts';
 import { parseDeadlineHeader } from './deadline.ts';
 
 type HeaderBag = Record<string, string | string[] | undefined>;

@@ -1,7 +1,7 @@
 // Deadline headers. A value that does not parse is reported as such
 // (`rpcscope_deadline_header_invalid_total`) and the call is proxied as if it
 // carried none: the sidecar observes, it does not reject what the upstream may accept.
-import type { DeadlineHeader } from '../observe/call-record.ts';
+import type { DeadlineHeader } from './vocabulary.ts';
 
 /** Milliseconds per `grpc-timeout` unit. */
 const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = {

@@ -1,7 +1,7 @@
 // What a request is, from its method, path, query and content-type alone: the
 // first decision of every call, pure and table-driven so that a corpus of real
 // request heads can test it.
-import type { Encoding, Protocol } from '../observe/call-record.ts';
+import type { Encoding, Protocol } from './vocabulary.ts';
 import { TrpcCall, trpcBatch, trpcProcedures } from './trpc-call.ts';
 
 export interface Detected {

@@ -1,7 +1,6 @@
 // HTTP/2 error codes: their names for the `error_code` label, and the gRPC
 // status a call ended by a reset gets.
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
-import type { ResetSide } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type ResetSide } from './vocabulary.ts';
 import { GrpcCode } from './status-codes.ts';
 
 /** HTTP/2 error codes, RFC 9113 §7 (also RST_STREAM's and GOAWAY's); the key is the `error_code` label. */

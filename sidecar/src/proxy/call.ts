@@ -1,15 +1,18 @@
 // One call's life in the proxy: its record opened when the request headers
 // arrive, its connection's counters, and exactly one end however it ends.
-import { performance } from 'node:perf_hooks';
+import type { UpstreamPick } from '../balancer/upstreams.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { newCallRecord, type CallRecord, type CallReset, type HttpVersion } from '../observe/call-record.ts';
+import { newCallRecord, type CallRecord } from '../observe/call-record.ts';
+import type { CallReset, HttpVersion } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';
 import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import type { ProxyContext } from './context.ts';
+import { now } from '../clock.ts';
 
-export const now = (): number => performance.now();
+// The clock lives in clock.ts; re-exported for the modules that still name it from here.
+export { now } from '../clock.ts';
 
 type HeaderBag = Record<string, string | string[] | undefined>;
 
@@ -18,6 +21,8 @@ export class Call {
   readonly tap: CallTap;
   /** Where the call goes; undefined when no upstream endpoint is known. */
   readonly target: UpstreamUrl | undefined;
+  /** The balancer's pick: told when the call ends. */
+  private readonly pick: UpstreamPick | undefined;
   /** The traceparent to send upstream in place of the caller's (tracing on), else undefined. */
   readonly traceparent: string | undefined;
   private ended = false;
@@ -45,9 +50,12 @@ export class Call {
     });
     record.deadline = readDeadline(detected.protocol, headers);
     record.trpc = detected.trpc;
+    // The route is resolved here, once, whichever data plane carries the call.
+    record.route = ctx.router.resolveCall(record);
     this.record = record;
     this.tap = new CallTap(record, detected.base64, now);
-    this.target = ctx.upstreams.pick(record, conn.id, isGrpcFamily(detected.protocol));
+    this.pick = ctx.upstreams.pick(conn.id, isGrpcFamily(detected.protocol));
+    this.target = this.pick?.target;
     // Whatever may throw comes before the call is registered: a call that failed to
     // start must not stay in flight, holding a drain open.
     this.traceparent = ctx.tracing.start(record, headers);
@@ -91,6 +99,15 @@ export class Call {
     this.conn.active--;
     this.ctx.inflight.delete(this);
     this.ctx.observer.callEnded(r);
+    const onCallEnded = this.pick?.onCallEnded;
+    if (onCallEnded !== undefined) {
+      try {
+        onCallEnded(r);
+      } catch (err) {
+        // Contained as an observer's fault was, when the balancer learnt call ends as one.
+        this.ctx.faults.internalError('observer', err);
+      }
+    }
     try {
       this.ctx.tracing.end(r);
     } catch (err) {

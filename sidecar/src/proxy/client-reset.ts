@@ -10,7 +10,7 @@
 //   the session destroyed, no RST_STREAM frame           CONNECTION_CLOSED
 //   otherwise                                            rstCode, else CANCEL
 import type http2 from 'node:http2';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */

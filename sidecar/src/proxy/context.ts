@@ -2,6 +2,7 @@
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from '../balancer/upstreams.ts';
+import type { Router } from '../route/router.ts';
 import type { Translating } from '../transcode/hand-off.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Faults } from '../observe/faults.ts';
@@ -24,6 +25,8 @@ export interface ProxyContext {
   /** The HTTP version each upstream endpoint speaks. */
   readonly protocols: UpstreamProtocols;
   readonly upstreams: Upstreams;
+  /** Resolves each call's route once, as it starts (Call). */
+  readonly router: Router;
   /** Attempts the upstream refused unprocessed, sent again. */
   readonly retries: UpstreamRetries;
   /** Calls in flight, for the drain to wait on. */

@@ -13,7 +13,7 @@
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { CONNECTION_CLOSED, type HttpVersion } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type HttpVersion } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect, isGrpcFamily } from '../protocol/detect.ts';
 import { Call } from './call.ts';

@@ -7,10 +7,10 @@
 import type http from 'node:http';
 import http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';

@@ -4,9 +4,9 @@
 // closed on the other.
 import http from 'node:http';
 import https from 'node:https';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';

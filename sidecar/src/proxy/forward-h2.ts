@@ -2,10 +2,10 @@
 // frame: headers, data with backpressure both ways, trailers (and trailers-only
 // responses), and resets with their codes in both directions.
 import http2 from 'node:http2';
-import { CONNECTION_CLOSED, type CallReset } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';

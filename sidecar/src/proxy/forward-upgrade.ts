@@ -8,10 +8,11 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect } from '../protocol/detect.ts';
-import { Call, now } from './call.ts';
+import { now } from '../clock.ts';
+import { Call } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 

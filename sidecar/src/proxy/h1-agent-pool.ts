@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');

@@ -4,7 +4,7 @@
 import type http from 'node:http';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { CallRecord } from '../observe/call-record.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 
 export interface UpstreamSocketState {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
-import { now } from './call.ts';
+import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 
 // Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one

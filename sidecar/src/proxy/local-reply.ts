@@ -3,7 +3,7 @@
 // expects — a gRPC status for the gRPC family, an error body for Connect, an HTTP
 // status for REST.
 import type http2 from 'node:http2';
-import type { Protocol } from '../observe/call-record.ts';
+import type { Protocol } from '../protocol/vocabulary.ts';
 import type { CallTap } from '../protocol/call-tap.ts';
 import type { Detected } from '../protocol/detect.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';

@@ -19,7 +19,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { HttpVersion } from '../observe/call-record.ts';
+import type { HttpVersion } from '../protocol/vocabulary.ts';
 
 export interface ProbeOptions {
   connectTimeoutMs: number;

@@ -8,7 +8,7 @@
 import type { UpstreamProtocolMode } from '../config/load.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
-import type { HttpVersion } from '../observe/call-record.ts';
+import type { HttpVersion } from '../protocol/vocabulary.ts';
 
 /** Whether `target` speaks `version`; undefined when it could not be reached. */
 export type Probe = (target: UpstreamUrl, version: HttpVersion) => Promise<boolean | undefined>;

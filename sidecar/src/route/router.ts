@@ -1,7 +1,8 @@
 // Which route a call is: its `method` and `operation` labels and, for RPCs, its
 // streaming shape. Resolved once per call at its start; each distinct route is
 // one interned object, so that observers can bind their metric cells to it.
-import type { Protocol } from '../observe/call-record.ts';
+import type { TrpcCall } from '../protocol/trpc-call.ts';
+import type { Protocol } from '../protocol/vocabulary.ts';
 import { learnTemplate } from './learned-template.ts';
 import { MethodGuard, OTHER } from './method-guard.ts';
 import { OperationMap } from './operation-map.ts';
@@ -57,6 +58,16 @@ export class Router {
       other: { protocol, method: OTHER, operation: OTHER, shape: undefined },
     });
     this.byProtocol = { grpc: space('grpc'), grpc_web: space('grpc_web'), connect: space('connect'), rest: space('rest'), trpc: space('trpc') };
+  }
+
+  /**
+   * The route of a whole call, resolved once as it starts and carried on its
+   * record: metrics, span names and the access log all read that one. A tRPC
+   * call is routed by its (first) procedure: the access log's one line per HTTP call.
+   */
+  resolveCall(call: { readonly protocol: Protocol; readonly httpMethod: string; readonly path: string; readonly trpc: TrpcCall | undefined }): Route {
+    if (call.trpc) return this.resolveProcedure(call.trpc.procedures[0]!.path);
+    return this.resolve(call.protocol, call.httpMethod, call.path);
   }
 
   /** tRPC calls are routed by procedure (resolveProcedure): their path may name several. */

@@ -6,7 +6,7 @@
 import http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Call } from '../proxy/call.ts';
-import { now } from '../proxy/call.ts';
+import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode, rpcHttpStatusToGrpcCode } from '../protocol/status-codes.ts';

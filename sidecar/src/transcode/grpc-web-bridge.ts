@@ -51,7 +51,7 @@ export function bridgeGrpcWeb(ctx: ProxyContext, metrics: TranscodeMetrics, call
   const { record, tap } = call;
   const rpc = path.slice(1).split('?')[0]!;
   let translateNs = 0n;
-  const target = ctx.config.grpcUpstream ? ctx.upstreams.pick(record, record.connectionId, true) : call.target;
+  const target = ctx.config.grpcUpstream ? ctx.upstreams.pick(record.connectionId, true)?.target : call.target;
   metrics.translated(record.protocol, 'grpc_web_to_grpc', rpc);
 
   const send = (bytes: Buffer): void => {

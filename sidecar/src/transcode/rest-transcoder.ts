@@ -80,7 +80,7 @@ export function transcodeRest(deps: RestTranscodeDeps, call: Call, caller: Calle
         if (err instanceof JsonMappingError) return fail(GrpcCode.INVALID_ARGUMENT, err.message);
         return fail(GrpcCode.INVALID_ARGUMENT, `the request does not fit ${binding.requestType.name}: ${(err as Error).message}`);
       }
-      const target = ctx.config.grpcUpstream ? ctx.upstreams.pick(record, record.connectionId, true) : call.target;
+      const target = ctx.config.grpcUpstream ? ctx.upstreams.pick(record.connectionId, true)?.target : call.target;
       if (!target) return fail(GrpcCode.UNAVAILABLE, 'no upstream endpoint');
       if (binding.serverStreaming) return stream(target, message);
       unary(target, message);
