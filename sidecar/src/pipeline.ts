@@ -1,11 +1,23 @@
-// The sidecar assembled, top to bottom: listen -> protocol -> route -> proxy ->
-// observe, the upstreams calls go to (the app, or balanced endpoints), and the
-// admin port. Reading this file tells what runs and in what order.
+// The sidecar assembled. A call meets these stages, in this order, and this
+// file lists them in the same order (as linkerd2-proxy's inbound stack reads):
+//
+//   accept     listen/listener.ts        TCP or TLS connections, their budgets and timeouts
+//   detect     listen/sniff.ts           HTTP/1.1 or HTTP/2, from ALPN or the first bytes
+//   relay      relay/                    inbound HTTP/2 (--data-plane relay): frames passed
+//                                        through to one upstream connection per client connection
+//   terminate  proxy/, transcode/        everything else: each call forwarded on its own
+//                                        (node:http2, node:http), translated or mirrored
+//   route      route/router.ts           each call's route, resolved once as it starts
+//              balancer/                 and its upstream endpoint, told when the call ends
+//   observe    observe/                  metrics, traces, access log, connection view
+//
+// Each stage hands calls to the next, so startSidecar (at the end) builds them
+// from the last back to the first, then opens the admin port and the proxy port.
 import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
-import { createConnectionsView } from './admin/connections-view.ts';
+import { createConnectionsView, type ConnectionsView } from './admin/connections-view.ts';
 import { EwmaPicker } from './balancer/picker-ewma.ts';
 import { LeastRequestPicker } from './balancer/picker-least-request.ts';
 import { RoundRobinPicker } from './balancer/picker-round-robin.ts';
@@ -56,6 +68,52 @@ export interface SidecarParts {
   forwarders?: Forwarders;
 }
 
+// ── accept → detect ─────────────────────────────────────────────────────────
+// The listener accepts each connection (plain or TLS), enforces the connection
+// budgets and timeouts, tells HTTP/1.1 from HTTP/2, and hands the connection to
+// the relay or the terminating server (listen/listener.ts).
+function accept(ctx: ProxyContext, nextConnId: () => number, forwarders: Forwarders): ProxyListener {
+  return new ProxyListener(ctx, nextConnId, forwarders);
+}
+
+// ── relay | terminate ───────────────────────────────────────────────────────
+// Relay: an inbound HTTP/2 connection under --data-plane relay, when nothing
+// needs a call of its own upstream (relay/relay-applies.ts), goes frame for frame
+// to its own upstream connection; the listener chooses per connection.
+// Terminate: every other call is forwarded on its own, over pooled upstream
+// sessions (HTTP/2) or agents (HTTP/1.1), in the version each endpoint speaks.
+interface Terminating {
+  h2: H2SessionPool;
+  h1: H1AgentPool;
+  protocols: UpstreamProtocols;
+  connectFailures: ConnectFailureLog;
+}
+
+function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number): Terminating {
+  const connectFailures = new ConnectFailureLog(log);
+  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
+  const protocols = new UpstreamProtocols(
+    { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
+    (target, version) => probeUpstreamSpeaks(target, version, probe),
+    log,
+  );
+  return { h2, h1, protocols, connectFailures };
+}
+
+// ── route ───────────────────────────────────────────────────────────────────
+// Each call's route (its `method` and `operation` labels, its shape) is resolved
+// once as it starts, on either data plane (proxy/call.ts), with the router of the
+// routes, operations and .proto files; metrics, span names and the access log
+// read it off the call record.
+function router(config: Config, observation: Observation): Router {
+  return observation.router ?? new Router({ maxMethods: config.maxMethods });
+}
+
+// Then its upstream: the app (inbound; the gRPC family may go to --grpc-upstream),
+// or an endpoint of the upstream service picked per call (outbound). The pick
+// carries its own onCallEnded: the balancer hears of call ends from there.
 const PICKERS: Record<Config['balance'], () => Picker> = {
   round_robin: () => new RoundRobinPicker(),
   least_request: () => new LeastRequestPicker(),
@@ -77,29 +135,39 @@ function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams[
   });
 }
 
+// ── observe ─────────────────────────────────────────────────────────────────
+// Every stage reports calls, connections and GOAWAYs to one observer: the
+// observation's (metrics, access log), the balancer's (downstream connection
+// closes, for the sticky picker) and the connection view; an observer's fault is
+// counted and contained, never the call's.
+interface Observing {
+  observation: Observation;
+  connections: ConnectionsView;
+  observer: Observer;
+}
+
+function observing(observe: ObservationFactory, upstreams: Upstreams, faults: Faults): Observing {
+  const observation = observe(() => upstreams.known(), faults);
+  const connections = createConnectionsView();
+  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer], (err) => faults.internalError('observer', err));
+  return { observation, connections, observer };
+}
+
+// ── assembly ────────────────────────────────────────────────────────────────
 export async function startSidecar(config: Config, log: Logger, observe: ObservationFactory, parts: SidecarParts = {}): Promise<Sidecar> {
   let callIds = 0;
   let connIds = 0;
   const nextConnId = (): number => ++connIds;
 
+  // From the last stage back: upstreams and observation, the terminating pools, the context every call shares.
   const retire: BalancedUpstreams['opts']['retire'] = (target) => {
     h2.closeTarget(target);
     h1.closeTarget(target);
   };
   const upstreams = createUpstreams(config, log, retire);
   const faults = new Faults(log);
-  const observation = observe(() => upstreams.known(), faults);
-  const connections = createConnectionsView();
-  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer], (err) => faults.internalError('observer', err));
-  const connectFailures = new ConnectFailureLog(log);
-  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
-  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
-  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
-  const protocols = new UpstreamProtocols(
-    { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
-    (target, version) => probeUpstreamSpeaks(target, version, probe),
-    log,
-  );
+  const { observation, connections, observer } = observing(observe, upstreams, faults);
+  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId);
 
   const ctx: ProxyContext = {
     config,
@@ -111,7 +179,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h1,
     protocols,
     upstreams,
-    router: observation.router ?? new Router({ maxMethods: config.maxMethods }),
+    router: router(config, observation),
     retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,
@@ -120,6 +188,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     connectFailures,
   };
 
+  // The retry, translation and mirror counters are served after the call metrics.
   observation.addMetrics?.((openMetrics) => ctx.retries.render(openMetrics));
   const translating = ctx.translating;
   if (translating) observation.addMetrics?.((openMetrics) => translating.metrics.render(openMetrics));
@@ -127,7 +196,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   if (shadow) observation.addMetrics?.((openMetrics) => shadow.render(openMetrics));
 
   await upstreams.start();
-  const listener = new ProxyListener(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
+  const listener = accept(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
   // --debug-endpoints false: the admin port says nothing about who is connected.

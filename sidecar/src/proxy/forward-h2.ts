@@ -1,11 +1,17 @@
 // An HTTP/2 call forwarded over an HTTP/2 session to the upstream, frame for
 // frame: headers, data with backpressure both ways, trailers (and trailers-only
 // responses), and resets with their codes in both directions.
+//
+// One H2Forward per call holds its state explicitly: where the response to the
+// caller stands (`response`), whether the upstream's response is complete, the
+// attempt at the upstream in progress (and whether it is the one retry), and why
+// the proxy closed the caller's stream. Each event of either stream is a method.
 import http2 from 'node:http2';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
+import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
@@ -42,212 +48,268 @@ function refusal(session: PooledSession, upstream: http2.ClientHttp2Stream, code
 }
 
 /**
- * `clientReset` gives the code of the caller's early end (see client-reset.ts);
- * `onClientReset` hears of each call its client reset before the response ended:
- * the listener's budget against rapid-reset floods.
+ * Where the response to the caller stands: nothing sent yet; headers sent and
+ * the body (then trailers) on the way; or ended (trailers sent, a trailers-only
+ * response, or a local reply).
  */
-export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, clientReset: () => number, onClientReset: () => void = ignore): void {
-  const { call, detected, method, path, contentType } = inbound;
-  const { record, tap, target } = call;
+type ResponseState = 'pending' | 'streaming' | 'ended';
 
-  let up: http2.ClientHttp2Stream | undefined;
-  let responded = false;
-  let responseDone = false;
-  let upstreamComplete = false;
-  let trailers: http2.IncomingHttpHeaders | undefined;
+/** One try at the upstream: the first, or the one retry of an attempt it refused unprocessed. */
+interface Attempt {
+  readonly session: PooledSession;
+  readonly upstream: http2.ClientHttp2Stream;
+  /** The upstream stream's error, if it had one: read when it closes. */
+  error: (Error & { code?: string }) | undefined;
+}
+
+class H2Forward {
+  private readonly requestHeaders: http2.OutgoingHttpHeaders = {};
+  private readonly endStream: boolean;
+  private response: ResponseState = 'pending';
+  /** The upstream's response ended (trailers, an end frame in the body, or END_STREAM with NO_ERROR). */
+  private upstreamComplete = false;
+  /** The current attempt's readable side ended (not yet proof of a whole response). */
+  private endSeen = false;
+  /** The attempt in progress (undefined before the first, or when none could start). */
+  private current: Attempt | undefined;
+  private retried = false;
+  /** The request body, kept until the response begins so that a refused attempt can be sent again. */
+  private body: ReplayableBody | undefined;
+  private trailers: http2.IncomingHttpHeaders | undefined;
+  private trailersRaw: string[] | undefined;
+  /** Trailers of the proxy's own, when the upstream's connection broke mid-response. */
+  private lostTrailers: Record<string, string> | undefined;
   /** Why the proxy closed the downstream stream, when it did. */
-  let closedBy: CallReset | undefined;
+  private closedBy: CallReset | undefined;
 
-  const reply = (code: LocalCode, message: string): void => {
-    if (responded || stream.destroyed) return;
-    responded = true;
-    responseDone = true;
-    replyOnH2(stream, tap, detected, contentType, code, message);
-  };
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly inbound: Inbound,
+    private readonly stream: http2.ServerHttp2Stream,
+    private readonly clientReset: () => number,
+    private readonly onClientReset: () => void,
+  ) {
+    this.endStream = stream.endAfterHeaders;
+  }
 
-  stream.on('close', () => {
+  /** Local answer to the caller (UNAVAILABLE, DEADLINE_EXCEEDED, ...), unless a response has begun. */
+  reply(code: LocalCode, message: string): void {
+    if (this.response !== 'pending' || this.stream.destroyed) return;
+    this.response = 'ended';
+    const { detected, contentType } = this.inbound;
+    replyOnH2(this.stream, this.inbound.call.tap, detected, contentType, code, message);
+  }
+
+  /** The caller's stream closed: the call ends, with the reset that ended it if any. */
+  downstreamClosed(): void {
+    const call = this.inbound.call;
     // closedBy: a response the proxy ended itself still tells whose fault it was.
-    if (responseDone) return call.end(closedBy);
-    if (closedBy) return call.end(closedBy);
+    if (this.response === 'ended') return call.end(this.closedBy);
+    if (this.closedBy) return call.end(this.closedBy);
     // The client reset the stream (or its connection died) before the response ended.
-    const code = clientReset();
+    const code = this.clientReset();
+    const up = this.current?.upstream;
     if (up && !up.closed && !up.destroyed) up.close(code === CONNECTION_CLOSED || code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
     call.end({ side: 'client', code });
-    if (code !== CONNECTION_CLOSED) onClientReset();
-  });
-
-  if (!target) {
-    record.upstreamUnreachable = true;
-    return reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
+    if (code !== CONNECTION_CLOSED) this.onClientReset();
   }
-  const requestHeaders: http2.OutgoingHttpHeaders = {
-    ':method': method,
-    ':path': path,
-    ':scheme': target.tls ? 'https' : 'http',
-    ':authority': headers[':authority'] ?? target.authority,
-  };
-  // Repeated fields stay repeated: Node's header object has them joined with ", ".
-  if (inbound.rawHeaders) fieldsFromRaw(inbound.rawHeaders, requestHeaders as Record<string, string | string[]>, true);
-  else filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
-  if (call.traceparent) requestHeaders.traceparent = call.traceparent;
-  const endStream = stream.endAfterHeaders;
-  let body: ReplayableBody | undefined;
-  let retried = false;
-  let endSeen = false;
-  let trailersRaw: string[] | undefined;
-  /** Trailers of the proxy's own, when the upstream's connection broke mid-response. */
-  let lostTrailers: Record<string, string> | undefined;
 
-  call.enforceDeadline(() => {
-    up?.close(Http2Error.CANCEL);
-    if (!responded) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
-    closedBy = { side: 'proxy', code: Http2Error.CANCEL };
-    stream.close(Http2Error.CANCEL);
-  });
+  /** Sends the call to `target`: request headers built once, the deadline armed, the first attempt. */
+  forward(target: UpstreamUrl, headers: http2.IncomingHttpHeaders): void {
+    const { inbound, requestHeaders } = this;
+    const call = inbound.call;
+    requestHeaders[':method'] = inbound.method;
+    requestHeaders[':path'] = inbound.path;
+    requestHeaders[':scheme'] = target.tls ? 'https' : 'http';
+    requestHeaders[':authority'] = headers[':authority'] ?? target.authority;
+    // Repeated fields stay repeated: Node's header object has them joined with ", ".
+    if (inbound.rawHeaders) fieldsFromRaw(inbound.rawHeaders, requestHeaders as Record<string, string | string[]>, true);
+    else filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
+    if (call.traceparent) requestHeaders.traceparent = call.traceparent;
 
-  const completeResponse = (): void => {
-    if (upstreamComplete) return;
-    upstreamComplete = true;
-    record.upstreamEndTime = now();
-    if (responded && !responseDone && !stream.destroyed) stream.end();
-  };
-  stream.on('wantTrailers', () => {
+    call.enforceDeadline(() => this.deadlineExpired());
+    this.stream.on('wantTrailers', () => this.sendTrailers());
+    this.attempt(target);
+  }
+
+  private deadlineExpired(): void {
+    this.current?.upstream.close(Http2Error.CANCEL);
+    if (this.response === 'pending') return this.reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    this.closedBy = { side: 'proxy', code: Http2Error.CANCEL };
+    this.stream.close(Http2Error.CANCEL);
+  }
+
+  private completeResponse(): void {
+    if (this.upstreamComplete) return;
+    this.upstreamComplete = true;
+    this.inbound.call.record.upstreamEndTime = now();
+    if (this.response === 'streaming' && !this.stream.destroyed) this.stream.end();
+  }
+
+  private sendTrailers(): void {
     const out: http2.OutgoingHttpHeaders = {};
-    if (lostTrailers) {
-      tap.responseTrailers(lostTrailers);
-      Object.assign(out, lostTrailers);
-    } else if (trailersRaw) fieldsFromRaw(trailersRaw, out as Record<string, string | string[]>, true);
-    else if (trailers) filterH2Headers(trailers, out as Record<string, string | string[]>);
-    responseDone = true;
-    stream.sendTrailers(out);
-  });
+    if (this.lostTrailers) {
+      this.inbound.call.tap.responseTrailers(this.lostTrailers);
+      Object.assign(out, this.lostTrailers);
+    } else if (this.trailersRaw) fieldsFromRaw(this.trailersRaw, out as Record<string, string | string[]>, true);
+    else if (this.trailers) filterH2Headers(this.trailers, out as Record<string, string | string[]>);
+    this.response = 'ended';
+    this.stream.sendTrailers(out);
+  }
 
   /** One attempt at the upstream: the first, or the one retry of an attempt it refused unprocessed. */
-  const attempt = (): void => {
+  private attempt(target: UpstreamUrl): void {
+    const { call } = this.inbound;
+    const { record, tap } = call;
     let session: PooledSession;
     let upstream: http2.ClientHttp2Stream;
     try {
-      session = ctx.h2.get(target);
-      upstream = session.session.request(requestHeaders, { endStream });
+      session = this.ctx.h2.get(target);
+      upstream = session.session.request(this.requestHeaders, { endStream: this.endStream });
     } catch (err) {
       record.upstreamUnreachable = true;
-      reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${(err as Error).message}`);
+      this.reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${(err as Error).message}`);
       return;
     }
-    up = upstream;
-    if (retried) record.upstream = session.conn.peer;
+    const attempt: Attempt = { session, upstream, error: undefined };
+    this.current = attempt;
+    if (this.retried) record.upstream = session.conn.peer;
     else call.sent(session.conn.peer);
     session.conn.calls++;
     session.conn.active++;
 
-    if (!endStream) {
-      if (body) body.resendTo(upstream);
-      else body = new ReplayableBody(stream, upstream, (chunk) => tap.requestData(chunk));
+    if (!this.endStream) {
+      if (this.body) this.body.resendTo(upstream);
+      else this.body = new ReplayableBody(this.stream, upstream, (chunk) => tap.requestData(chunk));
     }
 
-    let upstreamError: (Error & { code?: string }) | undefined;
     upstream.on('error', (err) => {
-      upstreamError = err;
+      attempt.error = err;
     });
     // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
-    upstream.on('response', (h, flags, raw?: string[]) => {
-      body?.release();
-      record.upstreamHeadersTime = now();
-      // A call that waited for its session to connect reached the upstream only then.
-      if (session.connectedAt !== undefined && session.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = session.connectedAt;
-      const status = Number(h[':status']);
-      tap.responseHeaders(status, h);
-      if (stream.destroyed) return;
-      const out: http2.OutgoingHttpHeaders = { ':status': status };
-      if (raw) fieldsFromRaw(raw, out as Record<string, string | string[]>, true);
-      else filterH2Headers(h, out as Record<string, string | string[]>);
-      const trailersOnly = (flags & END_STREAM) !== 0;
-      responded = true;
-      if (trailersOnly) responseDone = true;
-      stream.respond(out, trailersOnly ? TRAILERS_ONLY : WITH_TRAILERS);
-    });
+    upstream.on('response', (h, flags, raw?: string[]) => this.upstreamResponse(session, h, flags, raw));
     upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
-    upstream.pipe(stream, { end: false });
+    upstream.pipe(this.stream, { end: false });
     upstream.on('trailers', (t, _flags, raw?: string[]) => {
-      trailers = t;
-      trailersRaw = raw;
+      this.trailers = t;
+      this.trailersRaw = raw;
       tap.responseTrailers(t);
     });
     upstream.on('end', () => {
-      endSeen = true;
+      this.endSeen = true;
       // Node also ends the readable side when a RST_STREAM arrives, before its code
       // is known, and ending the caller's stream then would make a truncated body look
       // whole. So the response completes here only when it proves its own end —
       // trailers, or the status frame gRPC-Web and Connect put in the body; otherwise
       // at 'close', where the reset code (or its absence) is known.
-      if (trailers || tap.sawEndFrame()) completeResponse();
+      if (this.trailers || tap.sawEndFrame()) this.completeResponse();
     });
+    upstream.on('close', () => this.upstreamClosed(target, attempt));
+  }
 
-    upstream.on('close', () => {
-      session.conn.active--;
-      // Already answered or reset for the caller: by the deadline, or by the caller itself.
-      if (stream.destroyed || stream.closed || record.deadlineEnforced) return;
-      const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
-      // Refused before the upstream processed it, with the whole body still at hand: sent once more.
-      const refused = !responded && !retried && session.connected && (body?.replayable ?? true) ? refusal(session, upstream, code, upstreamError) : undefined;
-      if (refused) {
-        retried = true;
-        ctx.retries.retried(refused);
-        ctx.log.debug('the upstream refused a call unprocessed; sending it again', { upstream: session.conn.peer, reason: refused, streamId: upstream.id, goawayLastStreamId: session.goawayLastStreamId });
-        return attempt();
+  private upstreamResponse(session: PooledSession, h: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, flags: number, raw: string[] | undefined): void {
+    const { record, tap } = this.inbound.call;
+    this.body?.release();
+    record.upstreamHeadersTime = now();
+    // A call that waited for its session to connect reached the upstream only then.
+    if (session.connectedAt !== undefined && session.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = session.connectedAt;
+    const status = Number(h[':status']);
+    tap.responseHeaders(status, h);
+    if (this.stream.destroyed) return;
+    const out: http2.OutgoingHttpHeaders = { ':status': status };
+    if (raw) fieldsFromRaw(raw, out as Record<string, string | string[]>, true);
+    else filterH2Headers(h, out as Record<string, string | string[]>);
+    const trailersOnly = (flags & END_STREAM) !== 0;
+    if (trailersOnly) this.response = 'ended';
+    else if (this.response === 'pending') this.response = 'streaming';
+    this.stream.respond(out, trailersOnly ? TRAILERS_ONLY : WITH_TRAILERS);
+  }
+
+  private upstreamClosed(target: UpstreamUrl, attempt: Attempt): void {
+    const { ctx, stream } = this;
+    const { session, upstream, error } = attempt;
+    const record = this.inbound.call.record;
+    session.conn.active--;
+    // Already answered or reset for the caller: by the deadline, or by the caller itself.
+    if (stream.destroyed || stream.closed || record.deadlineEnforced) return;
+    const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
+    const responded = this.response !== 'pending';
+    // Refused before the upstream processed it, with the whole body still at hand: sent once more.
+    const refused = !responded && !this.retried && session.connected && (this.body?.replayable ?? true) ? refusal(session, upstream, code, error) : undefined;
+    if (refused) {
+      this.retried = true;
+      ctx.retries.retried(refused);
+      ctx.log.debug('the upstream refused a call unprocessed; sending it again', { upstream: session.conn.peer, reason: refused, streamId: upstream.id, goawayLastStreamId: session.goawayLastStreamId });
+      return this.attempt(target);
+    }
+    // The upstream's connection broke (the app killed, say) rather than it resetting
+    // this stream: Node then gives the stream a code (CANCEL, NO_ERROR) the upstream
+    // never sent, which the caller would read as its own cancellation or a whole body.
+    const lost = !this.upstreamComplete && session.connected && session.session.destroyed && error?.code !== PEER_RESET && code !== Http2Error.REFUSED_STREAM;
+    if (lost) return this.endUpstreamLost(target);
+    if (code === Http2Error.NO_ERROR && this.endSeen) this.completeResponse();
+    if (this.upstreamComplete && responded) {
+      // The response is whole; a reset now only stops the request side (RFC 9113 §8.1).
+      if (stream.readableEnded) return;
+      const stopRequest = (): void => void setImmediate(() => stream.close(code));
+      if (this.response === 'ended') stopRequest();
+      else stream.once('wantTrailers', stopRequest);
+      return;
+    }
+    if (!responded) {
+      if (!session.connected) {
+        record.upstreamUnreachable = true;
+        return this.reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${error?.code ?? error?.message ?? 'connection failed'}`);
       }
-      // The upstream's connection broke (the app killed, say) rather than it resetting
-      // this stream: Node then gives the stream a code (CANCEL, NO_ERROR) the upstream
-      // never sent, which the caller would read as its own cancellation or a whole body.
-      const lost = !upstreamComplete && session.connected && session.session.destroyed && upstreamError?.code !== PEER_RESET && code !== Http2Error.REFUSED_STREAM;
-      if (lost) return endUpstreamLost();
-      if (code === Http2Error.NO_ERROR && endSeen) completeResponse();
-      if (upstreamComplete && responded) {
-        // The response is whole; a reset now only stops the request side (RFC 9113 §8.1).
-        if (stream.readableEnded) return;
-        const stopRequest = (): void => void setImmediate(() => stream.close(code));
-        if (responseDone) stopRequest();
-        else stream.once('wantTrailers', stopRequest);
-        return;
+      // Connected, then failed without an answer: perhaps no longer the server it was.
+      ctx.protocols.forget(target);
+      if (error?.code === GOAWAY_SESSION) {
+        // The upstream went away before taking this stream: safe for the client to retry.
+        this.closedBy = { side: 'upstream', code: Http2Error.REFUSED_STREAM };
+        return stream.close(Http2Error.REFUSED_STREAM);
       }
-      if (!responded) {
-        if (!session.connected) {
-          record.upstreamUnreachable = true;
-          return reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${upstreamError?.code ?? upstreamError?.message ?? 'connection failed'}`);
-        }
-        // Connected, then failed without an answer: perhaps no longer the server it was.
-        ctx.protocols.forget(target);
-        if (upstreamError?.code === GOAWAY_SESSION) {
-          // The upstream went away before taking this stream: safe for the client to retry.
-          closedBy = { side: 'upstream', code: Http2Error.REFUSED_STREAM };
-          return stream.close(Http2Error.REFUSED_STREAM);
-        }
-      }
-      closedBy = { side: 'upstream', code };
-      stream.close(code);
-    });
-  };
-  attempt();
+    }
+    this.closedBy = { side: 'upstream', code };
+    stream.close(code);
+  }
 
   /**
    * A response not begun is answered UNAVAILABLE; one begun ends with the
    * protocol's own UNAVAILABLE ending where the body stopped between frames, else
    * RST_STREAM(INTERNAL_ERROR). Counted as the upstream's connection closed.
    */
-  const endUpstreamLost = (): void => {
-    closedBy = { side: 'upstream', code: CONNECTION_CLOSED };
-    if (!responded) {
-      ctx.protocols.forget(target);
-      return reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+  private endUpstreamLost(target: UpstreamUrl): void {
+    const { stream } = this;
+    const { detected, call } = this.inbound;
+    this.closedBy = { side: 'upstream', code: CONNECTION_CLOSED };
+    if (this.response === 'pending') {
+      this.ctx.protocols.forget(target);
+      return this.reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
     }
-    record.upstreamEndTime = now();
-    const ending = tap.responseAtBoundary() ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, true) : undefined;
+    call.record.upstreamEndTime = now();
+    const ending = call.tap.responseAtBoundary() ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, true) : undefined;
     if (!ending) return stream.close(Http2Error.INTERNAL_ERROR);
     if (ending.body) {
-      tap.responseData(ending.body);
+      call.tap.responseData(ending.body);
       stream.write(ending.body);
     }
-    lostTrailers = ending.trailers ?? {};
+    this.lostTrailers = ending.trailers ?? {};
     stream.end();
-  };
+  }
+}
+
+/**
+ * `clientReset` gives the code of the caller's early end (see client-reset.ts);
+ * `onClientReset` hears of each call its client reset before the response ended:
+ * the listener's budget against rapid-reset floods.
+ */
+export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, clientReset: () => number, onClientReset: () => void = ignore): void {
+  const handler = new H2Forward(ctx, inbound, stream, clientReset, onClientReset);
+  stream.on('close', () => handler.downstreamClosed());
+  const target = inbound.call.target;
+  if (!target) {
+    inbound.call.record.upstreamUnreachable = true;
+    return handler.reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
+  }
+  handler.forward(target, headers);
 }
