@@ -5,6 +5,7 @@ import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
+import { createCallTracing } from './observe/call-tracing.ts';
 import { createObservation } from './observe/observation.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
@@ -43,7 +44,8 @@ async function main(): Promise<number> {
   const log = createLogger(config.logLevel);
   let sidecar: Sidecar;
   try {
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults));
+    const tracing = await createCallTracing(config.serviceName, process.env);
+    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

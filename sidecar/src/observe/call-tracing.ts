@@ -2,15 +2,13 @@
 // upstream a traceparent naming the sidecar's span. Off unless the standard
 // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set: then spans go out over OTLP/HTTP.
 // Off is the no-op object below, and then traceparent passes through untouched.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+//
+// The OpenTelemetry SDK (otlp-call-tracing.ts) is loaded only when tracing is
+// on: a sidecar without it never holds the SDK in memory.
+import type { SpanContext } from '@opentelemetry/api';
 import type { CallRecord } from './call-record.ts';
-import { decideCode, decideCodeNumber } from './call-outcome.ts';
 
-type HeaderBag = Record<string, string | string[] | undefined>;
+export type HeaderBag = Record<string, string | string[] | undefined>;
 
 export interface CallTracing {
   /** Opens the call's span; returns the traceparent to send upstream, or undefined to forward the caller's as it is. */
@@ -33,72 +31,9 @@ export function tracingEnabled(env: Readonly<Record<string, string | undefined>>
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
 }
 
-const propagator = new W3CTraceContextPropagator();
-
-class OtlpCallTracing implements CallTracing {
-  // Kept apart from CallRecord.observation, which belongs to the metrics observer.
-  private readonly spans = new WeakMap<CallRecord, Span>();
-
-  constructor(private readonly tracer: Tracer, private readonly provider: NodeTracerProvider) {}
-
-  start(call: CallRecord, headers: HeaderBag): string | undefined {
-    const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
-    const rpc = call.protocol !== 'rest';
-    // Span names stay bounded, as the metrics' `method` label is: the RPC method, the
-    // REST route template ("GET /orders/{id}", OpenTelemetry's `{method} {http.route}`)
-    // or a tRPC batch's first procedure, `_OTHER` past --max-methods; never a raw path.
-    // The call's route (resolved as it started) is the metrics' route, so spans are
-    // named as the series are. A record with no route (built outside the pipeline)
-    // is named by the RPC method, the first procedure or the HTTP method alone.
-    const route = call.route;
-    const name = route ? route.method : call.trpc ? call.trpc.procedures[0]!.path : rpc ? call.path.slice(1) : call.httpMethod;
-    const space = name.indexOf(' ');
-    const span = this.tracer.startSpan(
-      name,
-      {
-        kind: call.direction === 'inbound' ? SpanKind.SERVER : SpanKind.CLIENT,
-        attributes: {
-          'rpcscope.protocol': call.protocol,
-          'http.request.method': call.httpMethod,
-          'network.protocol.version': call.httpVersion,
-          ...(rpc ? { 'rpc.method': name } : space > 0 ? { 'http.route': name.slice(space + 1) } : {}),
-        },
-      },
-      parent,
-    );
-    this.spans.set(call, span);
-    const carrier: Record<string, string> = {};
-    propagator.inject(trace.setSpan(parent, span), carrier, defaultTextMapSetter);
-    return carrier.traceparent;
-  }
-
-  spanOf(call: CallRecord): SpanContext | undefined {
-    return this.spans.get(call)?.spanContext();
-  }
-
-  end(call: CallRecord): void {
-    const span = this.spans.get(call);
-    if (!span) return;
-    const code = decideCode(call);
-    span.setAttribute('rpc.grpc.status_code', decideCodeNumber(call));
-    if (call.httpStatus) span.setAttribute('http.response.status_code', call.httpStatus);
-    if (call.upstream) span.setAttribute('server.address', call.upstream);
-    if (call.reset) span.setAttribute('rpcscope.reset', `${call.reset.side}:${call.reset.code}`);
-    if (code !== 'OK') span.setStatus({ code: SpanStatusCode.ERROR, message: code });
-    span.end();
-  }
-
-  shutdown(): Promise<void> {
-    return this.provider.shutdown();
-  }
-}
-
-export function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
+/** The call tracing the environment asks for: the no-op one, or spans over OTLP/HTTP. */
+export async function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): Promise<CallTracing> {
   if (!tracingEnabled(env)) return noopTracing;
-  const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': serviceName, ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}), ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}) }),
-    // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
-  });
-  return new OtlpCallTracing(provider.getTracer('rpcscope'), provider);
+  const { createOtlpCallTracing } = await import('./otlp-call-tracing.ts');
+  return createOtlpCallTracing(serviceName, env);
 }

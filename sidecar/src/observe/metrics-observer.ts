@@ -16,8 +16,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { SpanContext } from '@opentelemetry/api';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { CallRecord } from './call-record.ts';
 import type { Faults } from './faults.ts';
 import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
@@ -125,14 +123,16 @@ class MetricsObserverImpl implements MetricsObserver {
     this.faults = new FaultRecorder(catalogue, opts.faults);
     this.router = opts.router ?? new Router(opts);
     const env = opts.env ?? process.env;
-    const resource = resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: opts.serviceName ?? 'rpcscope',
+    // OpenTelemetry's resource attributes (service.name, then the Kubernetes
+    // resource semantic conventions), written as the target_info family.
+    const attributes = {
+      'service.name': opts.serviceName ?? 'rpcscope',
       // Kubernetes resource semantic conventions; absent outside a pod.
       ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}),
       ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}),
-    });
-    this.targetInfo = targetInfo(resource.attributes);
-    this.openMetricsTargetInfo = targetInfo(resource.attributes, openMetricsHeader);
+    };
+    this.targetInfo = targetInfo(attributes);
+    this.openMetricsTargetInfo = targetInfo(attributes, openMetricsHeader);
     this.processMetrics = new ProcessMetrics(env);
   }
 

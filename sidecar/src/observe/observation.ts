@@ -7,18 +7,25 @@ import type { StartFiles } from '../config/start-files.ts';
 import type { Logger } from '../log.ts';
 import type { Observation } from '../pipeline.ts';
 import { createAccessLog } from './access-log.ts';
-import { createCallTracing, noopTracing } from './call-tracing.ts';
+import { noopTracing, type CallTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 import { Router } from '../route/router.ts';
 
-export function createObservation(config: Config, files: StartFiles, log: Logger, env: Readonly<Record<string, string | undefined>>, knownEndpoints: () => readonly string[], faults?: Faults): Observation {
+/** `tracing` comes from createCallTracing (call-tracing.ts), awaited beforehand: off unless given. */
+export function createObservation(
+  config: Config,
+  files: StartFiles,
+  log: Logger,
+  env: Readonly<Record<string, string | undefined>>,
+  knownEndpoints: () => readonly string[],
+  faults?: Faults,
+  tracing: CallTracing = noopTracing,
+): Observation {
   // One router for the whole sidecar: the data plane resolves each call's route
   // with it as the call starts, and metrics, span names and the access log read
   // that route off the call record.
   const router = new Router({ maxMethods: config.maxMethods, routes: files.routes, operations: files.operations, protos: files.protos });
-  // The calls' traces are the latency exemplars.
-  const tracing = createCallTracing(config.serviceName, env);
   const metrics = createMetricsObserver({
     router,
     maxMethods: config.maxMethods,
@@ -28,6 +35,7 @@ export function createObservation(config: Config, files: StartFiles, log: Logger
     endpointSeriesTtlMs: config.endpointSeriesTtlMs,
     faults,
     env,
+    // The calls' traces are the latency exemplars.
     spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),
   });
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });

@@ -2,7 +2,7 @@
 // trace exemplars), body bytes and payload sizes, the proxy overhead, stream
 // lifetimes and first messages, and message counts; a tRPC call counted as the
 // procedures it carries (docs/metrics.md "tRPC").
-import { TraceFlags, type SpanContext } from '@opentelemetry/api';
+import type { SpanContext } from '@opentelemetry/api';
 import type { Encoding } from '../../protocol/vocabulary.ts';
 import { grpcCodeName } from '../../protocol/status-codes.ts';
 import type { MethodShape } from '../../route/proto-catalog.ts';
@@ -13,6 +13,9 @@ import type { DetailLevel } from '../metrics-detail.ts';
 import type { HistogramCell, ValueCell } from '../metric-cells.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 import { ENCODING_INDEX, EncodingCells, encodingLabels, routeLabels, type RouteCells, type StreamType } from './route-cells.ts';
+
+/** W3C trace-flags bit 0: the caller sampled the trace (OpenTelemetry's TraceFlags.SAMPLED). */
+const SAMPLED = 0x01;
 
 /** Per-call state between callStarted and callEnded. */
 export class CallObservation {
@@ -131,7 +134,7 @@ export class CallRecorder {
     const at = this.timeOrigin + call.endTime;
     if (!cell.exemplarDue(bucket, at)) return;
     const span = spanOf(call);
-    if (span !== undefined && (span.traceFlags & TraceFlags.SAMPLED) !== 0) cell.setExemplar(bucket, span.traceId, span.spanId, seconds, at);
+    if (span !== undefined && (span.traceFlags & SAMPLED) !== 0) cell.setExemplar(bucket, span.traceId, span.spanId, seconds, at);
   }
 
   private encodingCells(cells: RouteCells, encoding: Encoding): EncodingCells {
