@@ -90,18 +90,45 @@ export const direct: Peer = {
   start: async (route) => ({ url: route.direct, pid: undefined, stop: async () => {} }),
 };
 
-/** rpcscope's own binary (sidecar/bin/rpcscope) on the Node at `nodeBin` (it execs the first `node` on PATH). */
-export function rpcscope(dataPlane: 'relay' | 'terminate', nodeVersion: string, nodeBin: string): Peer {
+/**
+ * A process that accepts OTLP/HTTP exports and discards them, for the traced
+ * rows: the sidecar's cost of tracing is measured without a collector's.
+ */
+async function startOtlpSink(): Promise<{ url: string; stop(): Promise<void> }> {
+  const proc = spawn(process.execPath, ['-e', "const s = require('node:http').createServer((q, r) => { q.resume(); q.on('end', () => r.end()); }); s.listen(0, '127.0.0.1', () => console.log(s.address().port));"], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    proc.stdout!.once('data', (d) => resolve(String(d).trim()));
+    proc.once('exit', (code) => reject(new Error(`OTLP sink exited ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopProcess(proc, 'SIGTERM') };
+}
+
+/**
+ * rpcscope's own binary (sidecar/bin/rpcscope) on the Node at `nodeBin` (it execs the first `node` on PATH).
+ * `traced`: with tracing on (every call a span, exported over OTLP/HTTP to a sink), which on the relay
+ * means translate mode (each request header block written anew with a traceparent).
+ */
+export function rpcscope(dataPlane: 'relay' | 'terminate', nodeVersion: string, nodeBin: string, traced = false): Peer {
   return {
-    name: `rpcscope ${dataPlane}`,
-    key: dataPlane,
+    name: `rpcscope ${dataPlane}${traced ? ' + tracing' : ''}`,
+    key: traced ? `${dataPlane}-traced` : dataPlane,
     node: nodeVersion,
     start: async (route, ctx) => {
       const args = ['--upstream', route.upstream, '--data-plane', dataPlane, '--upstream-protocol', route.upstreamProto === 'h2' ? 'http2' : 'http1', '--log-level', 'info'];
       if (route.frontend === 'tls') args.push('--tls-cert', ctx.certFile, '--tls-key', ctx.keyFile);
-      const sc = await startSidecarProcess(args, { PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH}` });
+      const sink = traced ? await startOtlpSink() : undefined;
+      const sc = await startSidecarProcess(args, { PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH}`, ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}) });
       pin(sc.proc.pid!, ctx);
-      return { url: `${scheme(route.frontend)}://127.0.0.1:${sc.port}`, pid: sc.proc.pid, stop: async () => void (await sc.stop()) };
+      return {
+        url: `${scheme(route.frontend)}://127.0.0.1:${sc.port}`,
+        pid: sc.proc.pid,
+        stop: async () => {
+          await sc.stop();
+          await sink?.stop();
+        },
+      };
     },
   };
 }

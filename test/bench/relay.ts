@@ -18,7 +18,8 @@
 //       [--quick] [--only relay,nginx,grpc-256,...] [--node 20|24|both] [--no-pin]
 //
 // --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
-// --only: the peers (direct, relay, terminate, floor, nginx, haproxy, nghttpx)
+// --only: the peers (direct, relay, terminate, relay-traced, terminate-traced,
+// floor, nginx, haproxy, nghttpx; the traced ones with tracing on, spans to a sink)
 // and workloads (grpc-256, grpc-256-tls, grpc-order, rest-order-h1, stream-1000)
 // to run; a list naming no peer keeps every peer, and likewise for workloads.
 // The memory rows run for the peers named (all, without --only); `rss` adds them
@@ -76,7 +77,7 @@ if (NODES !== '20') {
 
 const allPeers: Peer[] = [
   direct,
-  ...nodes.flatMap((n) => [rpcscope('relay', n.version, n.bin), rpcscope('terminate', n.version, n.bin)]),
+  ...nodes.flatMap((n) => [rpcscope('relay', n.version, n.bin), rpcscope('terminate', n.version, n.bin), rpcscope('relay', n.version, n.bin, true), rpcscope('terminate', n.version, n.bin, true)]),
   ...nodes.map((n) => nodeFloor(n.version, n.bin)),
   nginx,
   haproxy,
