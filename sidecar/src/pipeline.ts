@@ -90,7 +90,12 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer], (err) => faults.internalError('observer', err));
   const connectFailures = new ConnectFailureLog(log);
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
-  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
+    maxConnections: config.upstreamMaxConnections,
+    maxConnecting: config.upstreamMaxConnecting,
+    maxPending: config.upstreamMaxPending,
+    onQueueFull: () => faults.upstreamQueueFull(),
+  });
   const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
   const protocols = new UpstreamProtocols(
     { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },

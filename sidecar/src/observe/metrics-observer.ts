@@ -201,6 +201,8 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly loadSkewRatio = new ValueFamily('rpcscope_load_skew_ratio', 'Max / mean of the per-endpoint call rate over the last 30 s, idle endpoints counting as 0.', 'gauge');
   private readonly internalErrors = new ValueFamily('rpcscope_internal_errors_total', 'Exceptions raised while handling one connection or call, contained there; the sidecar kept serving.', 'counter');
   private readonly connectionsTerminated = new ValueFamily('rpcscope_connections_terminated_total', 'Client connections the sidecar ended itself, by reason.', 'counter');
+  private readonly queueOverflows = new ValueFamily('rpcscope_upstream_queue_overflow_total', 'Calls answered UNAVAILABLE (503) because their endpoint\'s HTTP/1.1 connections and queue were full.', 'counter');
+  private readonly queueOverflowCell = this.queueOverflows.cell({});
   /** Every known `where` and `reason` from the start, at 0: an alert on increase() needs the series before the first fault. */
   private readonly internalErrorCells = new Map(FAULT_SITES.map((where) => [where, this.internalErrors.cell({ where })]));
   private readonly terminatedCells = new Map(TERMINATION_REASONS.map((reason) => [reason, this.connectionsTerminated.cell({ reason })]));
@@ -240,7 +242,7 @@ class MetricsObserverImpl implements MetricsObserver {
       this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
       this.connectionsActive, this.connectionDuration, this.connectionCalls,
       this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
-      this.internalErrors, this.connectionsTerminated,
+      this.internalErrors, this.connectionsTerminated, this.queueOverflows,
     ];
     this.router = new Router(opts);
     this.knownEndpoints = opts.knownEndpoints ?? (() => [...this.upstreamCells.keys()]);
@@ -624,6 +626,7 @@ class MetricsObserverImpl implements MetricsObserver {
     if (this.faults) {
       for (const [where, site] of this.faults.internalErrors()) this.internalErrorCells.get(where)!.value = site.count;
       for (const [reason, n] of this.faults.terminated()) this.terminatedCells.get(reason)!.value = n;
+      this.queueOverflowCell.value = this.faults.upstreamQueueOverflows();
     }
     // The resource's attributes are fixed at start: target_info was rendered once.
     let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;

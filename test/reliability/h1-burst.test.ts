@@ -1,0 +1,150 @@
+// A burst of new HTTP/1.1 calls through the real `sidecar/bin/rpcscope` to a
+// real node:http app. HTTP/1.1 carries one call per connection at a time, and
+// the sidecar used to open a connection per call at once: 1,000 calls were
+// 1,000 connects, past the app's accept queue (Node's listen backlog, 511), and
+// the calls whose SYN was dropped waited for the kernel's retries, some past
+// --connect-timeout. The sidecar now makes at most --upstream-max-connecting
+// connections to an endpoint at once and has the other calls wait for one, or
+// for a keep-alive socket to come free; past --upstream-max-connections and
+// --upstream-max-pending a call is answered 503 and counted.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { settledScrape } from '../support/admin-scrape.ts';
+import { sum } from '../support/metrics-text.ts';
+import { reportFigure } from '../support/reliability-figures.ts';
+import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
+
+const CALLS = 1000;
+
+/** A node:http app on its default listen backlog; it answers each call after `holdMs`, or when `release()` is called. */
+async function startApp(holdMs: number): Promise<{ url: string; peak: () => number; open: () => number; release: () => void; close: () => void }> {
+  let open = 0;
+  let peak = 0;
+  let held: (() => void)[] | undefined = holdMs < 0 ? [] : undefined;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (d: string) => (body += d));
+    req.on('end', () => {
+      const answer = (): void => void res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.url} ${body}`);
+      if (held) held.push(answer);
+      else setTimeout(answer, holdMs);
+    });
+  });
+  server.on('connection', (socket) => {
+    peak = Math.max(peak, ++open);
+    socket.once('close', () => open--);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    peak: () => peak,
+    open: () => open,
+    release: () => {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const answer of waiting) answer();
+    },
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** One call on a connection of its own: its status and whether the answer is its own. */
+function call(base: string, i: number, agent: http.Agent): Promise<{ status: number; own: boolean; text: string }> {
+  return new Promise((resolve) => {
+    const body = `call-${i}`;
+    const req = http.request(`${base}/burst/${i}`, { method: 'POST', agent, headers: { 'content-type': 'text/plain', 'content-length': body.length } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, own: text === `/burst/${i} ${body}`, text }));
+    });
+    req.on('error', (err) => resolve({ status: 0, own: false, text: err.message }));
+    req.end(body);
+  });
+}
+
+describe('rpcscope binary and a burst of new HTTP/1.1 calls to an HTTP/1.1 app', { timeout: 300_000 }, () => {
+  let app: Awaited<ReturnType<typeof startApp>>;
+  let sc: SidecarProcess;
+  before(async () => {
+    app = await startApp(50);
+    // The defaults: --upstream-max-connections 1024, --upstream-max-connecting 128, --upstream-max-pending 1024, --connect-timeout 5s.
+    sc = await startSidecarProcess(['--upstream', app.url, '--upstream-protocol', 'http1']);
+  });
+  after(async () => {
+    await sc?.stop();
+    app?.close();
+  });
+
+  it(`completes ${CALLS.toLocaleString('en')} calls sent at once, each on a new connection, counts each once, and connects a slice at a time`, async () => {
+    // Every call on a client connection of its own, all written at once.
+    const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+    const t0 = performance.now();
+    const results = await Promise.all(Array.from({ length: CALLS }, (_, i) => call(sc.url, i, agent)));
+    const wallMs = Math.round(performance.now() - t0);
+    agent.destroy();
+    const failed = results.map((r, i) => ({ ...r, i })).filter((r) => r.status !== 200 || !r.own);
+    const samples = await settledScrape(sc.adminUrl);
+    const counted = {
+      ok: sum(samples, 'rpcscope_calls_total', { protocol: 'rest', code: 'OK' }),
+      all: sum(samples, 'rpcscope_calls_total'),
+      active: sum(samples, 'rpcscope_calls_active'),
+      overflow: sum(samples, 'rpcscope_upstream_queue_overflow_total'),
+    };
+    const scenario = `${CALLS.toLocaleString('en')} new HTTP/1.1 calls at once to a node:http app (backlog 511, 50 ms per call)`;
+    reportFigure({ section: 'load', scenario, name: 'peak upstream connections (at the app)', value: app.peak() });
+    reportFigure({ section: 'load', scenario, name: 'calls failed', value: failed.length });
+    reportFigure({ section: 'load', scenario, name: 'wall time', value: wallMs, unit: 'ms' });
+
+    assert.deepEqual(failed.slice(0, 5).map((f) => `call ${f.i}: ${f.status} ${f.text.slice(0, 100)}`), [], `${failed.length} of ${CALLS} calls failed`);
+    assert.deepEqual(counted, { ok: CALLS, all: CALLS, active: 0, overflow: 0 }, 'calls_total counts every call once, all OK; none active, none overflowed');
+    assert.ok(app.peak() <= 1024, `at most --upstream-max-connections connections to the app (${app.peak()})`);
+    assert.equal(sc.proc.exitCode, null, 'rpcscope is alive');
+  });
+});
+
+describe('rpcscope binary and HTTP/1.1 calls past --upstream-max-connections and --upstream-max-pending', () => {
+  const MAX = 10;
+  const PENDING = 20;
+  const SENT = 50;
+  let app: Awaited<ReturnType<typeof startApp>>;
+  let sc: SidecarProcess;
+  before(async () => {
+    // The app holds every call until released: the first MAX hold every connection the sidecar may open.
+    app = await startApp(-1);
+    sc = await startSidecarProcess(['--upstream', app.url, '--upstream-protocol', 'http1', '--upstream-max-connections', String(MAX), '--upstream-max-pending', String(PENDING)]);
+  });
+  after(async () => {
+    await sc?.stop();
+    app?.close();
+  });
+
+  it(`holds ${MAX} calls on ${MAX} connections, queues ${PENDING}, answers the rest 503 at once and counts them; the queued ones then reuse the connections`, async () => {
+    const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+    const results: { status: number; own: boolean; text: string }[] = [];
+    const all = Promise.all(Array.from({ length: SENT }, (_, i) => call(sc.url, i, agent).then((r) => void results.push(r))));
+    // Those past the queue are answered without waiting for the app.
+    while (results.length < SENT - MAX - PENDING) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(app.open(), MAX, `${MAX} connections to the app, the calls past them waiting`);
+    const refused = results.filter((r) => r.status === 503);
+    assert.equal(refused.length, SENT - MAX - PENDING, `answered: ${results.map((r) => r.status).join(' ')}`);
+    assert.ok(refused.every((r) => r.text.includes('--upstream-max-pending')), `the answer says why: ${refused[0]?.text}`);
+    app.release();
+    await all;
+    agent.destroy();
+    const samples = await settledScrape(sc.adminUrl);
+    assert.equal(results.filter((r) => r.status === 200 && r.own).length, MAX + PENDING, 'every call admitted completes with its own answer');
+    assert.equal(app.peak(), MAX, 'the queued calls went over the same connections, freed');
+    assert.equal(sum(samples, 'rpcscope_upstream_queue_overflow_total'), SENT - MAX - PENDING);
+    assert.equal(sum(samples, 'rpcscope_calls_total', { code: 'OK' }), MAX + PENDING);
+    assert.equal(sum(samples, 'rpcscope_calls_total', { code: 'UNAVAILABLE' }), SENT - MAX - PENDING);
+    assert.equal(sum(samples, 'rpcscope_calls_active'), 0, 'calls_active is back to 0');
+    reportFigure({ section: 'bad-input', scenario: `${SENT} HTTP/1.1 calls, --upstream-max-connections ${MAX}, --upstream-max-pending ${PENDING}`, name: 'answered', value: `${MAX + PENDING} 200 (${MAX} connections), ${SENT - MAX - PENDING} 503` });
+  });
+});
