@@ -148,3 +148,41 @@ describe('rpcscope binary and HTTP/1.1 calls past --upstream-max-connections and
     reportFigure({ section: 'bad-input', scenario: `${SENT} HTTP/1.1 calls, --upstream-max-connections ${MAX}, --upstream-max-pending ${PENDING}`, name: 'answered', value: `${MAX + PENDING} 200 (${MAX} connections), ${SENT - MAX - PENDING} 503` });
   });
 });
+
+describe('rpcscope binary and an HTTP/1.1 caller that goes away while its call waits for a connection', () => {
+  let app: Awaited<ReturnType<typeof startApp>>;
+  let sc: SidecarProcess;
+  before(async () => {
+    app = await startApp(-1);
+    sc = await startSidecarProcess(['--upstream', app.url, '--upstream-protocol', 'http1', '--upstream-max-connections', '1', '--upstream-max-pending', '1']);
+  });
+  after(async () => {
+    await sc?.stop();
+    app?.close();
+  });
+
+  it('gives its place in the queue to the next call, which is served; nothing overflows or stays active', async () => {
+    const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+    const held = call(sc.url, 1, agent);
+    while (app.open() < 1) await new Promise((r) => setTimeout(r, 20));
+    // The second call waits for the one connection; its caller then goes away.
+    const leaving = http.request(`${sc.url}/burst/2`, { method: 'POST', agent, headers: { 'content-length': 1 } });
+    leaving.on('error', () => {});
+    leaving.end('x');
+    await new Promise((r) => setTimeout(r, 300));
+    leaving.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    const third = call(sc.url, 3, agent);
+    await new Promise((r) => setTimeout(r, 300));
+    app.release();
+    const [first, last] = await Promise.all([held, third]);
+    agent.destroy();
+    assert.deepEqual([first.status, first.own, last.status, last.own], [200, true, 200, true], `answers: ${first.text} / ${last.text}`);
+    const samples = await settledScrape(sc.adminUrl);
+    assert.equal(sum(samples, 'rpcscope_upstream_queue_overflow_total'), 0, 'the departed call held no place');
+    assert.equal(app.peak(), 1, 'one connection to the app, reused');
+    assert.equal(sum(samples, 'rpcscope_calls_total', { code: 'OK' }), 2);
+    assert.equal(sum(samples, 'rpcscope_calls_total'), 3, 'the departed call is counted too, once');
+    assert.equal(sum(samples, 'rpcscope_calls_active'), 0, 'calls_active is back to 0');
+  });
+});

@@ -87,9 +87,26 @@ class EndpointGate {
       start();
       return true;
     }
-    if (this.waiting.length - this.head >= this.limits.maxPending) return false;
+    if (this.waiting.length - this.head >= this.limits.maxPending) {
+      // Calls whose callers went away hold no place: they are let go before anyone is refused.
+      this.drain();
+      const live = this.waiting.filter((w, i) => i >= this.head && !w.req.destroyed);
+      for (const w of this.waiting.slice(this.head)) if (w.req.destroyed) gone(w.req);
+      this.waiting.length = 0;
+      this.head = 0;
+      this.waiting.push(...live);
+      if (live.length >= this.limits.maxPending) return false;
+    }
     this.waiting.push({ req, start });
     return true;
+  }
+
+  /** The endpoint is gone: the calls still waiting fail (UNAVAILABLE) rather than wait for a socket that will not come. */
+  abandon(authority: string): void {
+    const left = this.waiting.slice(this.head);
+    this.waiting.length = 0;
+    this.head = 0;
+    for (const w of left) gone(w.req, w.req.destroyed ? undefined : new Error(`upstream endpoint ${authority} left before a connection was free`));
   }
 
   /** A socket came free, a connection was made or failed, or a call ended: start whoever waits and now can. */
@@ -121,6 +138,7 @@ export const IDLE_UPSTREAM_SOCKET_MS = 4000;
 
 export class H1AgentPool {
   private readonly agents = new Map<string, http.Agent>();
+  private readonly gates = new Map<string, EndpointGate>();
   private readonly ca: Buffer | undefined;
 
   constructor(
@@ -144,6 +162,7 @@ export class H1AgentPool {
       const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
       agent = target.tls ? new https.Agent({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
       const gate = new EndpointGate(agent, this.limits);
+      this.gates.set(target.href, gate);
       const create = agent.createConnection.bind(agent);
       agent.createConnection = (options, cb) => {
         const socket = create({ ...options, timeout: this.connectTimeoutMs }, cb) as TrackedSocket;
@@ -213,10 +232,13 @@ export class H1AgentPool {
     const agent = this.agents.get(target.href);
     if (!agent) return;
     this.agents.delete(target.href);
+    this.gates.get(target.href)?.abandon(target.authority);
+    this.gates.delete(target.href);
     agent.destroy();
   }
 
   close(): void {
+    for (const [href, gate] of this.gates) gate.abandon(href);
     for (const agent of this.agents.values()) agent.destroy();
   }
 }
