@@ -9,7 +9,7 @@
 // --upstream-max-pending a call is answered 503 and counted.
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { settledScrape } from '../support/admin-scrape.ts';
 import { sum } from '../support/metrics-text.ts';
@@ -183,6 +183,50 @@ describe('rpcscope binary and an HTTP/1.1 caller that goes away while its call w
     assert.equal(app.peak(), 1, 'one connection to the app, reused');
     assert.equal(sum(samples, 'rpcscope_calls_total', { code: 'OK' }), 2);
     assert.equal(sum(samples, 'rpcscope_calls_total'), 3, 'the departed call is counted too, once');
+    assert.equal(sum(samples, 'rpcscope_calls_active'), 0, 'calls_active is back to 0');
+  });
+});
+
+describe('rpcscope binary and HTTP/1.1 connections that take long to be made', () => {
+  const CONNECTING = 3;
+  const SENT = 10;
+  let server: net.Server;
+  let seen = 0;
+  let open = 0;
+  let peak = 0;
+  let sc: SidecarProcess;
+  before(async () => {
+    // An https:// upstream that accepts TCP and never answers the TLS handshake: every connection stays being made.
+    server = net.createServer((socket) => {
+      seen++;
+      peak = Math.max(peak, ++open);
+      socket.on('error', () => {});
+      // Read (and drop the ClientHello): a socket not read never learns the sidecar closed it.
+      socket.resume();
+      socket.once('close', () => open--);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    sc = await startSidecarProcess(['--upstream', `https://127.0.0.1:${port}`, '--upstream-protocol', 'http1', '--upstream-max-connecting', String(CONNECTING), '--connect-timeout', '1s']);
+  });
+  after(async () => {
+    await sc?.stop();
+    server?.close();
+  });
+
+  it(`makes at most ${CONNECTING} connections at once; the calls waiting behind them get connections of their own, each with the whole --connect-timeout`, async () => {
+    const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+    const results = await Promise.all(Array.from({ length: SENT }, (_, i) => call(sc.url, i, agent)));
+    agent.destroy();
+    // Every call waited its turn and then timed out connecting on a connection of its own:
+    // had the wait counted, the calls queued behind the first ones would have failed unconnected.
+    assert.deepEqual(results.map((r) => r.status), Array.from({ length: SENT }, () => 503), results.map((r) => r.text.slice(0, 80)).join(' | '));
+    assert.ok(results.every((r) => r.text.includes('ETIMEDOUT')), `each timed out connecting: ${results[0]?.text}`);
+    assert.equal(seen, SENT, 'one connection per call');
+    assert.equal(peak, CONNECTING, `at most --upstream-max-connecting ${CONNECTING} being made at once`);
+    const samples = await settledScrape(sc.adminUrl);
+    assert.equal(sum(samples, 'rpcscope_calls_total', { code: 'UNAVAILABLE' }), SENT);
+    assert.equal(sum(samples, 'rpcscope_upstream_queue_overflow_total'), 0);
     assert.equal(sum(samples, 'rpcscope_calls_active'), 0, 'calls_active is back to 0');
   });
 });
