@@ -89,10 +89,16 @@ interface Terminating {
   connectFailures: ConnectFailureLog;
 }
 
-function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number): Terminating {
+function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number, faults: Faults): Terminating {
   const connectFailures = new ConnectFailureLog(log);
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
-  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  // HTTP/1.1 has one call per connection: a burst of calls connects a slice at a time and queues, within limits.
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
+    maxConnections: config.upstreamMaxConnections,
+    maxConnecting: config.upstreamMaxConnecting,
+    maxPending: config.upstreamMaxPending,
+    onQueueFull: () => faults.upstreamQueueFull(),
+  });
   const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
   const protocols = new UpstreamProtocols(
     { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
@@ -167,7 +173,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const upstreams = createUpstreams(config, log, retire);
   const faults = new Faults(log);
   const { observation, connections, observer } = observing(observe, upstreams, faults);
-  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId);
+  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults);
 
   const ctx: ProxyContext = {
     config,

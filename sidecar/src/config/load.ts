@@ -23,6 +23,10 @@ export interface Config {
   drainTimeoutMs: number;
   drainDelayMs: number;
   connectTimeoutMs: number;
+  /** HTTP/1.1 toward each upstream endpoint: connections open at once, being made at once, and calls waiting for one. */
+  upstreamMaxConnections: number;
+  upstreamMaxConnecting: number;
+  upstreamMaxPending: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Outbound: static endpoints; undefined means DNS discovery of the upstream's host. */
   endpoints: HostPort[] | undefined;
@@ -262,6 +266,9 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     drainTimeoutMs: v.get('drain-timeout') as number,
     drainDelayMs: v.get('drain-delay') as number,
     connectTimeoutMs: v.get('connect-timeout') as number,
+    upstreamMaxConnections: v.get('upstream-max-connections') as number,
+    upstreamMaxConnecting: v.get('upstream-max-connecting') as number,
+    upstreamMaxPending: v.get('upstream-max-pending') as number,
     logLevel: v.get('log-level') as Config['logLevel'],
     endpoints,
     resolveIntervalMs: Math.max(100, v.get('resolve-interval') as number),

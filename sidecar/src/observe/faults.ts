@@ -50,6 +50,7 @@ interface SiteState {
 export class Faults {
   private readonly sites = new Map<FaultSite, SiteState>(FAULT_SITES.map((s) => [s, { count: 0, loggedAt: -Infinity, unlogged: 0 }]));
   private readonly terminations = new Map<TerminationReason, number>(TERMINATION_REASONS.map((r) => [r, 0]));
+  private queueOverflows = 0;
 
   constructor(private readonly log: Logger, private readonly clock: () => number = Date.now) {}
 
@@ -71,6 +72,15 @@ export class Faults {
     });
     site.loggedAt = t;
     site.unlogged = 0;
+  }
+
+  /** A call found its endpoint's HTTP/1.1 connections and their queue full (--upstream-max-pending); it was answered UNAVAILABLE (503). */
+  upstreamQueueFull(): void {
+    this.queueOverflows++;
+  }
+
+  upstreamQueueOverflows(): number {
+    return this.queueOverflows;
   }
 
   connectionTerminated(reason: TerminationReason): void {

@@ -1,5 +1,17 @@
 // HTTP/1.1 keep-alive agents toward upstreams, one per upstream address, with
 // each socket they open reported as an upstream connection.
+//
+// Each endpoint's calls pass a gate first, as Envoy's circuit breakers
+// (max_connections 1024, max_pending_requests 1024) and undici's `connections`
+// limit do: a call starts at once on a free keep-alive socket, or on a new
+// connection while fewer than --upstream-max-connecting are being made and fewer
+// than --upstream-max-connections calls are in flight; otherwise it waits, in
+// order, for a socket to come free or a connection to be made. A burst of 1,000
+// calls thus opens connections a slice at a time and the rest reuse them, where
+// it used to open 1,000 at once and overflow the app's accept queue (Node's
+// listen backlog is 511), some of them then failing on --connect-timeout. The
+// wait is not connecting: --connect-timeout starts with the connection. Past
+// --upstream-max-pending waiting calls, a call is answered UNAVAILABLE at once.
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -12,6 +24,111 @@ import type { ConnectFailureLog } from './connect-failure-log.ts';
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
 type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
 
+export interface H1Limits {
+  /** Calls in flight (one per connection) per endpoint, --upstream-max-connections. */
+  maxConnections: number;
+  /** Connections being made at once per endpoint, --upstream-max-connecting. */
+  maxConnecting: number;
+  /** Calls waiting for a connection per endpoint, --upstream-max-pending. */
+  maxPending: number;
+  /** A call found the queue full. */
+  onQueueFull: () => void;
+}
+
+const DEFAULT_LIMITS: H1Limits = { maxConnections: 1024, maxConnecting: 128, maxPending: 1024, onQueueFull: () => {} };
+
+/**
+ * What http.request() hands every request to: ClientRequest calls its agent's
+ * addRequest (the extension point agent-base and the proxy agents build on).
+ */
+type AddRequest = (req: http.ClientRequest, options: http.RequestOptions) => void;
+
+/** The error a call past the queue fails with; the forwarder answers it UNAVAILABLE (503). */
+export class UpstreamQueueFull extends Error {
+  constructor(authority: string, limits: H1Limits) {
+    super(`${limits.maxConnections} connections to ${authority} busy and ${limits.maxPending} calls waiting (--upstream-max-pending)`);
+  }
+}
+
+/**
+ * Ends a request that never reached the agent. ClientRequest.destroy() is documented
+ * to emit 'error' (given one) and 'close', but emits them only through a socket, and
+ * such a request has none: they are emitted here, after the caller has listened.
+ */
+function gone(req: http.ClientRequest, err?: Error): void {
+  req.destroy(err);
+  process.nextTick(() => {
+    if (err) req.emit('error', err);
+    req.emit('close');
+  });
+}
+
+/** One endpoint's gate: calls in flight, connections being made, and the calls waiting, in order. */
+class EndpointGate {
+  inFlight = 0;
+  connecting = 0;
+  private readonly waiting: { req: http.ClientRequest; start: () => void }[] = [];
+  private head = 0;
+
+  constructor(private readonly agent: http.Agent, private readonly limits: H1Limits) {}
+
+  /** Whether a call may go to the agent now: to a free socket, or to a new connection. */
+  private canStart(): boolean {
+    if (this.inFlight >= this.limits.maxConnections) return false;
+    if (this.connecting < this.limits.maxConnecting) return true;
+    // Documented as read-only: keep-alive sockets waiting for a request.
+    for (const name in this.agent.freeSockets) if ((this.agent.freeSockets[name]?.length ?? 0) > 0) return true;
+    return false;
+  }
+
+  /** Starts the call now, queues it, or (queue full) returns false. */
+  admit(req: http.ClientRequest, start: () => void): boolean {
+    if (this.head === this.waiting.length && this.canStart()) {
+      start();
+      return true;
+    }
+    if (this.waiting.length - this.head >= this.limits.maxPending) {
+      // Calls whose callers went away hold no place: they are let go before anyone is refused.
+      this.drain();
+      const live = this.waiting.filter((w, i) => i >= this.head && !w.req.destroyed);
+      for (const w of this.waiting.slice(this.head)) if (w.req.destroyed) gone(w.req);
+      this.waiting.length = 0;
+      this.head = 0;
+      this.waiting.push(...live);
+      if (live.length >= this.limits.maxPending) return false;
+    }
+    this.waiting.push({ req, start });
+    return true;
+  }
+
+  /** The endpoint is gone: the calls still waiting fail (UNAVAILABLE) rather than wait for a socket that will not come. */
+  abandon(authority: string): void {
+    const left = this.waiting.slice(this.head);
+    this.waiting.length = 0;
+    this.head = 0;
+    for (const w of left) gone(w.req, w.req.destroyed ? undefined : new Error(`upstream endpoint ${authority} left before a connection was free`));
+  }
+
+  /** A socket came free, a connection was made or failed, or a call ended: start whoever waits and now can. */
+  drain(): void {
+    while (this.head < this.waiting.length) {
+      const next = this.waiting[this.head]!;
+      // A call whose caller went away while it waited is dropped, never started.
+      if (next.req.destroyed) gone(next.req);
+      else if (!this.canStart()) break;
+      else next.start();
+      this.waiting[this.head++] = undefined as never;
+    }
+    if (this.head === this.waiting.length) {
+      this.waiting.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.waiting.length) {
+      this.waiting.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+}
+
 /**
  * Idle keep-alive connections to the app are closed after this long: below the shortest common
  * keep-alive timeouts (Node's `server.keepAliveTimeout` and Apache's `KeepAliveTimeout`, 5 s;
@@ -21,6 +138,7 @@ export const IDLE_UPSTREAM_SOCKET_MS = 4000;
 
 export class H1AgentPool {
   private readonly agents = new Map<string, http.Agent>();
+  private readonly gates = new Map<string, EndpointGate>();
   private readonly ca: Buffer | undefined;
 
   constructor(
@@ -29,6 +147,7 @@ export class H1AgentPool {
     caFile: string | undefined,
     private readonly nextConnId: () => number,
     private readonly connectFailures: ConnectFailureLog,
+    private readonly limits: H1Limits = DEFAULT_LIMITS,
   ) {
     this.ca = caFile ? readFileSync(caFile) : undefined;
   }
@@ -39,14 +158,33 @@ export class H1AgentPool {
       // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
       // timeout: the agent closes a socket idle that long (or for the app's `Keep-Alive: timeout=`, if
       // shorter), so no call is written onto a connection the app is closing at that very moment.
-      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS };
+      // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
+      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
       agent = target.tls ? new https.Agent({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
+      const gate = new EndpointGate(agent, this.limits);
+      this.gates.set(target.href, gate);
       const create = agent.createConnection.bind(agent);
       agent.createConnection = (options, cb) => {
         const socket = create({ ...options, timeout: this.connectTimeoutMs }, cb) as TrackedSocket;
-        this.track(socket, target);
+        this.track(socket, target, gate);
         return socket;
       };
+      const addRequest = (agent as unknown as { addRequest: AddRequest }).addRequest.bind(agent);
+      (agent as unknown as { addRequest: AddRequest }).addRequest = (req, options) => {
+        const start = (): void => {
+          gate.inFlight++;
+          req.once('close', () => {
+            gate.inFlight--;
+            gate.drain();
+          });
+          addRequest(req, options);
+        };
+        if (gate.admit(req, start)) return;
+        this.limits.onQueueFull();
+        gone(req, new UpstreamQueueFull(target.authority, this.limits));
+      };
+      // After the agent's own 'free' listener has put the socket back among the free ones.
+      agent.on('free', () => gate.drain());
       this.agents.set(target.href, agent);
     }
     return agent;
@@ -57,15 +195,25 @@ export class H1AgentPool {
     return (socket as TrackedSocket | null | undefined)?.[UPSTREAM_CONN];
   }
 
-  private track(socket: TrackedSocket, target: UpstreamUrl): void {
+  private track(socket: TrackedSocket, target: UpstreamUrl, gate: EndpointGate): void {
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
     socket[UPSTREAM_CONN] = conn;
     let opened = false;
+    gate.connecting++;
+    let connecting = true;
+    const made = (): void => {
+      if (!connecting) return;
+      connecting = false;
+      gate.connecting--;
+      gate.drain();
+    };
     socket.once(target.tls ? 'secureConnect' : 'connect', () => {
       opened = true;
       socket.setTimeout(0);
       this.observer.connectionOpened(conn);
+      made();
     });
+    socket.once('close', made);
     socket.once('timeout', () => {
       if (!opened) socket.destroy(Object.assign(new Error(`connect timeout after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
     });
@@ -84,10 +232,13 @@ export class H1AgentPool {
     const agent = this.agents.get(target.href);
     if (!agent) return;
     this.agents.delete(target.href);
+    this.gates.get(target.href)?.abandon(target.authority);
+    this.gates.delete(target.href);
     agent.destroy();
   }
 
   close(): void {
+    for (const [href, gate] of this.gates) gate.abandon(href);
     for (const agent of this.agents.values()) agent.destroy();
   }
 }

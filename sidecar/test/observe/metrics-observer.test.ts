@@ -169,6 +169,7 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_load_skew_ratio: ['gauge', []],
   rpcscope_internal_errors_total: ['counter', ['where']],
   rpcscope_connections_terminated_total: ['counter', ['reason']],
+  rpcscope_upstream_queue_overflow_total: ['counter', []],
   rpcscope_build_info: ['gauge', ['version', 'node_version', 'commit']],
 };
 

@@ -1,5 +1,6 @@
 // The sidecar's own faults, read from Faults at each scrape: exceptions
-// contained per site, and client connections the sidecar cut, by reason. Every
+// contained per site, client connections the sidecar cut, by reason, and calls
+// refused because their endpoint's HTTP/1.1 connections and queue were full. Every
 // known site and reason has its series from the start, at 0: an alert on
 // increase() needs the series before the first fault.
 import { FAULT_SITES, TERMINATION_REASONS, type Faults } from '../faults.ts';
@@ -8,10 +9,12 @@ import type { MetricCatalogue } from './catalogue.ts';
 export class FaultRecorder {
   private readonly internalErrorCells;
   private readonly terminatedCells;
+  private readonly queueOverflowCell;
 
   constructor(catalogue: MetricCatalogue, private readonly faults: Faults | undefined) {
     this.internalErrorCells = new Map(FAULT_SITES.map((where) => [where, catalogue.internalErrors.cell({ where })]));
     this.terminatedCells = new Map(TERMINATION_REASONS.map((reason) => [reason, catalogue.connectionsTerminated.cell({ reason })]));
+    this.queueOverflowCell = catalogue.queueOverflows.cell({});
   }
 
   /** Brings the counters up to date before a scrape renders them. */
@@ -19,5 +22,6 @@ export class FaultRecorder {
     if (!this.faults) return;
     for (const [where, site] of this.faults.internalErrors()) this.internalErrorCells.get(where)!.value = site.count;
     for (const [reason, n] of this.faults.terminated()) this.terminatedCells.get(reason)!.value = n;
+    this.queueOverflowCell.value = this.faults.upstreamQueueOverflows();
   }
 }
