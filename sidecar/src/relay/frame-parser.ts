@@ -18,7 +18,9 @@ export interface FrameSink {
   rstStream(streamId: number, code: number): void;
   settings(flags: number, payload: Buffer): void;
   goaway(lastStreamId: number, code: number): void;
-  /** Any other complete frame (PRIORITY, PING, WINDOW_UPDATE, unknown types): header only. */
+  /** A WINDOW_UPDATE (stream 0: the connection's window). */
+  windowUpdate(streamId: number, increment: number): void;
+  /** Any other complete frame (PRIORITY, PING, unknown types): header only. */
   other(type: number, flags: number, streamId: number, length: number): void;
 }
 
@@ -86,6 +88,11 @@ export class FrameParser {
   constructor(private readonly sink: FrameSink, expectPreface: boolean, private readonly maxHeaderBlock = DEFAULT_MAX_HEADER_BLOCK, private readonly pass?: (bytes: Buffer) => void) {
     this.phase = expectPreface ? Phase.Preface : Phase.Header;
     this.passing = pass !== undefined && expectPreface;
+  }
+
+  /** The length of the frame being read (for DATA: with its padding, as flow control counts it, RFC 9113 §6.9.1). */
+  get frameLength(): number {
+    return this.length;
   }
 
   /** Whether the bytes so far end on a frame boundary outside a header block: where a frame may be added. */
@@ -241,6 +248,9 @@ export class FrameParser {
         if (length < 8) throw new FrameError(FRAME_SIZE_ERROR, 'GOAWAY shorter than 8 bytes');
         // Only the first 8 bytes are read; the debug data is relayed, never kept.
         return this.readWhole(length);
+      case FrameType.WINDOW_UPDATE:
+        if (length !== 4) throw new FrameError(FRAME_SIZE_ERROR, 'WINDOW_UPDATE length is not 4');
+        return this.readWhole(length);
       default:
         this.phase = Phase.Skip;
         if (length === 0) this.endSkip();
@@ -307,6 +317,8 @@ export class FrameParser {
       case FrameType.GOAWAY:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'GOAWAY on a stream');
         return this.sink.goaway(p.readUInt32BE(0) & 0x7fffffff, p.readUInt32BE(4));
+      case FrameType.WINDOW_UPDATE:
+        return this.sink.windowUpdate(streamId, p.readUInt32BE(0) & 0x7fffffff);
     }
   }
 

@@ -23,11 +23,11 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
-import { localReply } from '../proxy/local-reply.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
-import { Flag, Setting } from './frame-types.ts';
+import { DEFAULT_WINDOW, Flag, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError, type HeaderList } from './hpack-decoder.ts';
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
@@ -60,7 +60,19 @@ export interface RelayOptions {
   translate: boolean;
 }
 
-type Phase = 'connecting' | 'open' | 'local' | 'closed';
+/**
+ * connecting → open → closed; `local`: the upstream could not be reached and the
+ * relay answers; `lost`: the upstream's connection broke under calls in flight,
+ * and the relay ends them before the client's connection goes.
+ */
+type Phase = 'connecting' | 'open' | 'local' | 'lost' | 'closed';
+
+/** A frame of the relay's own waiting for the client's flow-control windows. */
+interface HeldData {
+  id: number;
+  stream: RelayStream;
+  body: Buffer;
+}
 
 export class RelayConnection {
   private readonly ctx: ProxyContext;
@@ -114,6 +126,16 @@ export class RelayConnection {
   private readonly translate: boolean;
   /** The upstream's SETTINGS_MAX_FRAME_SIZE: translate mode splits the blocks it writes to fit. */
   private upstreamMaxFrame = DEFAULT_MAX_FRAME;
+  /**
+   * What the client's connection window still takes (RFC 9113 §6.9.1): 65,535,
+   * plus its WINDOW_UPDATEs on stream 0, less every DATA frame sent to it. DATA
+   * the relay writes itself fits in it and in the stream's window.
+   */
+  private clientConnWindow = DEFAULT_WINDOW;
+  /** The client's SETTINGS_INITIAL_WINDOW_SIZE: each new stream's window (§6.9.2). */
+  private clientInitialWindow = DEFAULT_WINDOW;
+  /** The relay's own DATA frames waiting for the client's windows to open. */
+  private held: HeldData[] = [];
 
   constructor(private readonly opts: RelayOptions) {
     this.ctx = opts.ctx;
@@ -295,7 +317,7 @@ export class RelayConnection {
         }
         // A stream already over: nothing to count.
         if (id <= this.lastClientStream) return this.rewriteBlock(id, flags, block, list, undefined);
-        if (id > this.refuseAbove) {
+        if (id > this.refuseAbove || this.phase === 'lost') {
           this.rewriteBlock(id, flags, block, list, undefined);
           this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
           this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
@@ -304,7 +326,7 @@ export class RelayConnection {
         if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
         this.lastClientStream = id;
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
-        const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
+        const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority, this.clientInitialWindow);
         this.rewriteBlock(id, flags, block, list, stream.call.traceparent);
         this.streams.set(id, stream);
         stream.call.enforceDeadline(() => this.expire(id, stream));
@@ -332,6 +354,13 @@ export class RelayConnection {
         if (flags & Flag.ACK) return;
         if (this.phase === 'local') this.down.write(SETTINGS_ACK);
         else this.clientSettings++;
+        const initial = settingValue(payload, Setting.INITIAL_WINDOW_SIZE);
+        if (initial !== undefined) {
+          // A new initial size moves every open stream's window by the difference (§6.9.2).
+          for (const stream of this.streams.values()) stream.clientWindow += initial - this.clientInitialWindow;
+          this.clientInitialWindow = initial;
+          if (this.held.length > 0) this.writeHeldThenClose();
+        }
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
         if (size === undefined) return;
         this.responseHpack.setLimit(size);
@@ -339,6 +368,14 @@ export class RelayConnection {
         this.clientTableLimit = size;
       },
       goaway: (_last, code) => this.ctx.observer.goaway('client', code),
+      windowUpdate: (id, increment) => {
+        if (id === 0) this.clientConnWindow += increment;
+        else {
+          const stream = this.streams.get(id);
+          if (stream) stream.clientWindow += increment;
+        }
+        if (this.held.length > 0) this.writeHeldThenClose();
+      },
       other: () => {},
     };
   }
@@ -363,6 +400,11 @@ export class RelayConnection {
       },
       data: (id, chunk, flags, last) => {
         const stream = this.streams.get(id);
+        if (last) {
+          const length = this.fromUpstream.frameLength;
+          this.clientConnWindow -= length;
+          if (stream) stream.clientWindow -= length;
+        }
         if (!stream) return;
         if (chunk.length > 0) stream.call.tap.responseData(chunk);
         if (last && flags & Flag.END_STREAM) this.responseComplete(id, stream);
@@ -386,6 +428,7 @@ export class RelayConnection {
         // Streams past the last one the upstream took were never worked on: the client retries them.
         for (const [id, stream] of this.streams) if (id > last) this.endStream(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
       },
+      windowUpdate: () => {},
       other: () => {},
     };
   }
@@ -540,14 +583,133 @@ export class RelayConnection {
       this.ctx.observer.connectionClosed(this.upConn);
     }
     if (this.phase !== 'open') return;
-    // Calls still in flight lost their upstream: the client reads each as a reset.
+    this.ending ??= { side: 'upstream', code: CONNECTION_CLOSED };
+    if (this.canAdd()) return this.upstreamLost();
+    // Cut in the middle of a frame (or before it spoke): nothing can be added, and the
+    // calls still in flight read as resets.
     const last = [...this.streams.keys()].map((id) => rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
     if (!this.goawaySent) last.push(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
     this.sendLast(last);
-    this.ending ??= { side: 'upstream', code: Http2Error.INTERNAL_ERROR };
     this.phase = 'closed';
     this.finish();
     this.lingeringClose();
+  }
+
+  /**
+   * The upstream's connection broke between frames (the app killed, say) with
+   * calls in flight: each ends in its own protocol's words, never as the client's
+   * cancel, as the terminating path ends them (proxy/forward-h2.ts) —
+   *
+   *   the call's state                      the client reads
+   *   no response yet                       the relay's UNAVAILABLE answer (local-reply.ts)
+   *   gRPC, response under way              trailers grpc-status 14 (HEADERS, END_STREAM)
+   *   gRPC-Web, Connect streaming           their status frame in a last DATA (END_STREAM)
+   *   REST, or a body cut inside a message  RST_STREAM(INTERNAL_ERROR)
+   *   response whole, request still open   RST_STREAM(NO_ERROR) (RFC 9113 §8.1)
+   *
+   * — then GOAWAY, and the connection closes once every call has its ending, so
+   * that the client's next call opens a new one. Header blocks are literals
+   * without indexing: the client's table stays as the upstream left it.
+   */
+  private upstreamLost(): void {
+    this.phase = 'lost';
+    const lost = this.ending!;
+    this.down.cork();
+    this.flushToClient();
+    let forgotten = false;
+    for (const [id, stream] of this.streams) {
+      const { call } = stream;
+      const { record, tap } = call;
+      if (stream.responseEnded) {
+        this.down.write(rstStreamFrame(id, Http2Error.NO_ERROR));
+        this.endStream(id, stream);
+        continue;
+      }
+      if (!stream.responded) {
+        // Connected, then lost without an answer: perhaps no longer the server it was.
+        if (!forgotten) this.ctx.protocols.forget(this.opts.target);
+        forgotten = true;
+        const r = localReply(record.protocol, record.framed, stream.contentType, GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+        tap.responseHeaders(r.status, r.headers);
+        stream.responded = true;
+        this.down.write(headersFrame(id, encodeLiteralBlock([[':status', String(r.status)], ...Object.entries(r.headers)], this.owedTableSize), !r.body));
+        if (r.body) this.holdData(id, stream, r.body);
+        else this.endStream(id, stream, lost);
+        continue;
+      }
+      record.upstreamEndTime = now();
+      const ending = tap.responseAtBoundary() ? upstreamLostEnding(record.protocol, record.framed, stream.base64, true) : undefined;
+      if (ending?.trailers) {
+        tap.responseTrailers(ending.trailers);
+        this.down.write(headersFrame(id, encodeLiteralBlock(Object.entries(ending.trailers), this.owedTableSize), true));
+        this.endStream(id, stream, lost);
+      } else if (ending?.body) this.holdData(id, stream, ending.body);
+      else {
+        this.down.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+        this.endStream(id, stream, lost);
+      }
+    }
+    if (!this.goawaySent) {
+      this.goawaySent = true;
+      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
+      this.down.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    }
+    this.writeHeld();
+    this.down.uncork();
+    if (this.held.length === 0) return this.closeLost();
+    // A client that opens no window in time gets the reset the ending could not be.
+    setTimeout(() => {
+      if (this.phase !== 'lost') return;
+      for (const { id, stream } of this.held) {
+        this.down.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+        this.endStream(id, stream, lost);
+      }
+      this.held = [];
+      this.closeLost();
+    }, LOCAL_CLOSE_MS).unref();
+  }
+
+  private closeLost(): void {
+    this.phase = 'closed';
+    this.finish();
+    this.lingeringClose();
+  }
+
+  /** The relay's own last DATA (END_STREAM) of a stream, written once the client's windows take it. */
+  private holdData(id: number, stream: RelayStream, body: Buffer): void {
+    this.held.push({ id, stream, body });
+  }
+
+  private writeHeldThenClose(): void {
+    this.writeHeld();
+    if (this.phase === 'lost' && this.held.length === 0) this.closeLost();
+  }
+
+  /**
+   * Writes as much of the held DATA as the client's windows take, cut into
+   * frames where they are short; a stream whose last piece went has its call ended.
+   */
+  private writeHeld(): void {
+    for (let i = 0; i < this.held.length && this.clientConnWindow > 0; ) {
+      const h = this.held[i]!;
+      const room = Math.min(this.clientConnWindow, h.stream.clientWindow, DEFAULT_MAX_FRAME);
+      if (room <= 0) {
+        i++;
+        continue;
+      }
+      const piece = h.body.subarray(0, room);
+      const last = piece.length === h.body.length;
+      this.clientConnWindow -= piece.length;
+      h.stream.clientWindow -= piece.length;
+      h.stream.call.tap.responseData(piece);
+      this.down.write(dataFrame(h.id, piece, last));
+      if (!last) {
+        h.body = h.body.subarray(room);
+        continue;
+      }
+      this.held.splice(i, 1);
+      this.endStream(h.id, h.stream, this.ending);
+    }
   }
 
   private close(): void {

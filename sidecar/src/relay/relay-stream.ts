@@ -38,14 +38,24 @@ export class RelayStream {
   private trailers = false;
   /** The request's content-type, for an answer the relay gives itself. */
   readonly contentType: string | undefined;
+  /** gRPC-Web text mode: an ending the relay writes into the body goes base64. */
+  readonly base64: boolean;
+  /**
+   * What the client's window for this stream still takes (RFC 9113 §6.9): its
+   * initial size and WINDOW_UPDATEs, less the DATA sent on it. The relay's own
+   * DATA fits in it.
+   */
+  clientWindow: number;
 
-  constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string) {
+  constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string, clientWindow: number) {
     const method = text(headers[':method']) ?? 'GET';
     const path = text(headers[':path']) ?? '/';
     const q = path.indexOf('?');
     this.contentType = text(headers['content-type']);
     const bare = q < 0 ? path : path.slice(0, q);
     const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, ctx.config.trpcPrefix);
+    this.base64 = detected.base64;
+    this.clientWindow = clientWindow;
     this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
     this.call.sent(upstreamAuthority);
   }

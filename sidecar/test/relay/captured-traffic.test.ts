@@ -57,6 +57,7 @@ function decodeDirection(bytes: Buffer, preface: boolean, cuts: number[] = []): 
     rstStream() {},
     settings() {},
     goaway() {},
+    windowUpdate() {},
     other() {},
   }, preface);
   let at = 0;

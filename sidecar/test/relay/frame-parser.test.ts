@@ -25,6 +25,7 @@ function recorder(): { sink: FrameSink; events: Event[] } {
     rstStream: (id, code) => void events.push(['rst', id, code]),
     settings: (flags, payload) => void events.push(['settings', flags, payload.toString('hex')]),
     goaway: (last, code) => void events.push(['goaway', last, code]),
+    windowUpdate: (id, increment) => void events.push(['window', id, increment]),
     other: (type, flags, id, length) => void events.push(['other', type, flags, id, length]),
   };
   return { sink, events };
@@ -67,7 +68,7 @@ const CORPUS: Buffer = Buffer.concat([
 const EXPECTED: Event[] = [
   ['settings', 0, settingsPayload.toString('hex')],
   ['settings', 1, ''],
-  ['other', FrameType.WINDOW_UPDATE, 0, 0, 4],
+  ['window', 0, 0x0f0001],
   ['headers', 1, Flag.END_HEADERS, block.toString('hex'), 0],
   ['data', 1, 0, '0000000003616263'],
   ['data', 1, Flag.PADDED | Flag.END_STREAM, Buffer.from('xyz').toString('hex')],
