@@ -58,6 +58,7 @@ function decodeDirection(bytes: Buffer, preface: boolean, cuts: number[] = []): 
     settings() {},
     goaway() {},
     windowUpdate() {},
+    ping() {},
     other() {},
   }, preface);
   let at = 0;

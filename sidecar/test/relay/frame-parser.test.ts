@@ -26,6 +26,7 @@ function recorder(): { sink: FrameSink; events: Event[] } {
     settings: (flags, payload) => void events.push(['settings', flags, payload.toString('hex')]),
     goaway: (last, code) => void events.push(['goaway', last, code]),
     windowUpdate: (id, increment) => void events.push(['window', id, increment]),
+    ping: (flags, payload) => void events.push(['ping', flags, payload.toString('hex')]),
     other: (type, flags, id, length) => void events.push(['other', type, flags, id, length]),
   };
   return { sink, events };
@@ -78,8 +79,8 @@ const EXPECTED: Event[] = [
   ['data', 3, Flag.PADDED, ''],
   ['data', 3, Flag.END_STREAM, ''],
   ['headers', 1, Flag.END_HEADERS | Flag.PADDED, block.toString('hex'), 2],
-  ['other', FrameType.PING, 0, 0, 8],
-  ['other', FrameType.PING, Flag.ACK, 0, 8],
+  ['ping', 0, '0101010101010101'],
+  ['ping', Flag.ACK, '0101010101010101'],
   ['rst', 3, 8],
   ['other', 0xfa, 3, 5, 18],
   ['other', 0xfb, 0, 0, 0],
