@@ -15,10 +15,17 @@ export interface FrameSink {
   headers(streamId: number, flags: number, block: Buffer, promisedId: number): void;
   /** Part of a DATA frame's payload, padding excluded; `last` on the frame's final part. */
   data(streamId: number, chunk: Buffer, flags: number, last: boolean): void;
-  rstStream(streamId: number, code: number): void;
+  /**
+   * `payload` (here and below) views the frame's payload: where it lies in the
+   * piece being read, right after its header (`inPiece`), the relay may rewrite it.
+   */
+  rstStream(streamId: number, code: number, payload: Buffer): void;
   settings(flags: number, payload: Buffer): void;
-  goaway(lastStreamId: number, code: number): void;
-  /** Any other complete frame (PRIORITY, PING, WINDOW_UPDATE, unknown types): header only. */
+  goaway(lastStreamId: number, code: number, payload: Buffer): void;
+  /** A WINDOW_UPDATE (stream 0: the connection's window). */
+  windowUpdate(streamId: number, increment: number, payload: Buffer): void;
+  ping(flags: number, payload: Buffer): void;
+  /** Any other complete frame (PRIORITY, unknown types): header only. */
   other(type: number, flags: number, streamId: number, length: number): void;
 }
 
@@ -86,6 +93,11 @@ export class FrameParser {
   constructor(private readonly sink: FrameSink, expectPreface: boolean, private readonly maxHeaderBlock = DEFAULT_MAX_HEADER_BLOCK, private readonly pass?: (bytes: Buffer) => void) {
     this.phase = expectPreface ? Phase.Preface : Phase.Header;
     this.passing = pass !== undefined && expectPreface;
+  }
+
+  /** The length of the frame being read (for DATA: with its padding, as flow control counts it, RFC 9113 §6.9.1). */
+  get frameLength(): number {
+    return this.length;
   }
 
   /** Whether the bytes so far end on a frame boundary outside a header block: where a frame may be added. */
@@ -241,6 +253,12 @@ export class FrameParser {
         if (length < 8) throw new FrameError(FRAME_SIZE_ERROR, 'GOAWAY shorter than 8 bytes');
         // Only the first 8 bytes are read; the debug data is relayed, never kept.
         return this.readWhole(length);
+      case FrameType.WINDOW_UPDATE:
+        if (length !== 4) throw new FrameError(FRAME_SIZE_ERROR, 'WINDOW_UPDATE length is not 4');
+        return this.readWhole(length);
+      case FrameType.PING:
+        if (length !== 8) throw new FrameError(FRAME_SIZE_ERROR, 'PING length is not 8');
+        return this.readWhole(length);
       default:
         this.phase = Phase.Skip;
         if (length === 0) this.endSkip();
@@ -300,13 +318,18 @@ export class FrameParser {
         return this.blockPart(streamId, p, (flags & Flag.END_HEADERS) !== 0);
       case FrameType.RST_STREAM:
         if (streamId === 0) throw new FrameError(PROTOCOL_ERROR, 'RST_STREAM on stream 0');
-        return this.sink.rstStream(streamId, p.readUInt32BE(0));
+        return this.sink.rstStream(streamId, p.readUInt32BE(0), p);
       case FrameType.SETTINGS:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'SETTINGS on a stream');
         return this.sink.settings(flags, p);
       case FrameType.GOAWAY:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'GOAWAY on a stream');
-        return this.sink.goaway(p.readUInt32BE(0) & 0x7fffffff, p.readUInt32BE(4));
+        return this.sink.goaway(p.readUInt32BE(0) & 0x7fffffff, p.readUInt32BE(4), p);
+      case FrameType.WINDOW_UPDATE:
+        return this.sink.windowUpdate(streamId, p.readUInt32BE(0) & 0x7fffffff, p);
+      case FrameType.PING:
+        if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'PING on a stream');
+        return this.sink.ping(flags, p);
     }
   }
 

@@ -33,8 +33,12 @@ export const Flag = {
 /** Settings the relay follows, RFC 9113 §6.5.2. */
 export const Setting = {
   HEADER_TABLE_SIZE: 0x1,
+  INITIAL_WINDOW_SIZE: 0x4,
   MAX_FRAME_SIZE: 0x5,
 } as const;
+
+/** Flow-control windows start at 65,535 octets (RFC 9113 §6.9.2); SETTINGS_INITIAL_WINDOW_SIZE changes a stream's. */
+export const DEFAULT_WINDOW = 65_535;
 
 /** The 9-byte frame header (§4.1). */
 export const FRAME_HEADER_LENGTH = 9;

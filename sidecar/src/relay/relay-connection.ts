@@ -13,6 +13,7 @@
 // the upstream with literals and static indices only (hpack-literal-encoder.ts),
 // so the upstream's request table stays empty whatever the client's holds; every
 // other frame still passes byte for byte.
+import type http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
@@ -23,16 +24,19 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
-import { localReply } from '../proxy/local-reply.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
+import type { PooledSession } from '../proxy/h2-session-pool.ts';
+import { fieldsFromRaw } from '../proxy/hop-by-hop.ts';
+import { RETRY_BODY_LIMIT, type RetryReason } from '../proxy/upstream-retries.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
 import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal, overHeaderListSize } from './frame-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
-import { Flag, Setting } from './frame-types.ts';
-import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
+import { DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from './frame-types.ts';
+import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, frame, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError, type HeaderList } from './hpack-decoder.ts';
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
-import { RelayStream, headerBag } from './relay-stream.ts';
+import { RelayStream, headerBag, type Piece } from './relay-stream.ts';
 
 /** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
 export const MAX_STREAMS = 10_000;
@@ -48,6 +52,17 @@ const LOCAL_ANSWER_MS = 1000;
 const LOCAL_CLOSE_MS = 1000;
 /** SETTINGS_MAX_FRAME_SIZE's initial value (RFC 9113 §6.5.2). */
 const DEFAULT_MAX_FRAME = 16_384;
+/**
+ * A frame type no one has registered, in the experimental range (RFC 9113 §11.2,
+ * 0xf0-0xff): a frame turned into it in place is ignored by its receiver (§5.5).
+ */
+const IGNORED_TYPE = 0xfe;
+/** An answer from another connection held for the client's windows: past it, that connection waits. */
+const MAX_OUT_BYTES = 64 * 1024;
+/** Connection window the relay gives the client once the upstream that kept it is gone. */
+const DETACH_CREDIT = 64 * 1024;
+/** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */
+const GOAWAY_SESSION = 'ERR_HTTP2_GOAWAY_SESSION';
 
 export interface RelayOptions {
   ctx: ProxyContext;
@@ -61,7 +76,21 @@ export interface RelayOptions {
   translate: boolean;
 }
 
-type Phase = 'connecting' | 'open' | 'local' | 'closed';
+/**
+ * connecting → open → closed; `local`: the upstream could not be reached and the
+ * relay answers; `lost`: the upstream's connection broke under calls in flight,
+ * and the relay ends them before the client's connection goes; `detached`: the
+ * upstream went away gracefully (GOAWAY, then close) and the client's connection
+ * goes on, its calls sent on connections of the relay's own (see `forward`).
+ */
+type Phase = 'connecting' | 'open' | 'local' | 'lost' | 'detached' | 'closed';
+
+/** A frame of the relay's own waiting for the client's flow-control windows. */
+interface HeldData {
+  id: number;
+  stream: RelayStream;
+  body: Buffer;
+}
 
 export class RelayConnection {
   private readonly ctx: ProxyContext;
@@ -117,6 +146,31 @@ export class RelayConnection {
   private readonly translate: boolean;
   /** The upstream's SETTINGS_MAX_FRAME_SIZE: translate mode splits the blocks it writes to fit. */
   private upstreamMaxFrame = DEFAULT_MAX_FRAME;
+  /**
+   * What the client's connection window still takes (RFC 9113 §6.9.1): 65,535,
+   * plus its WINDOW_UPDATEs on stream 0, less every DATA frame sent to it. DATA
+   * the relay writes itself fits in it and in the stream's window.
+   */
+  private clientConnWindow = DEFAULT_WINDOW;
+  /** The client's SETTINGS_INITIAL_WINDOW_SIZE: each new stream's window (§6.9.2). */
+  private clientInitialWindow = DEFAULT_WINDOW;
+  /** The relay's own DATA frames waiting for the client's windows to open. */
+  private held: HeldData[] = [];
+  /** The last stream id of the upstream's GOAWAY: streams above it go elsewhere. */
+  private upstreamLast: number | undefined;
+  /** The upstream's GOAWAY was kept from the client (see voidFrame): its connection goes on. */
+  private goawayHidden = false;
+  /** The pieces being read from each side, where a frame may be rewritten in place before it goes on. */
+  private clientPiece: Buffer | undefined;
+  private upstreamPiece: Buffer | undefined;
+  /**
+   * DATA the relay wrote to the client while the upstream also sends it DATA: the
+   * upstream does not know it took part of the client's connection window, so
+   * the client's next connection WINDOW_UPDATEs reach it smaller by as much.
+   */
+  private debt = 0;
+  /** Streams sent on another connection whose answer has pieces waiting. */
+  private readonly sending = new Map<number, RelayStream>();
 
   constructor(private readonly opts: RelayOptions) {
     this.ctx = opts.ctx;
@@ -188,6 +242,7 @@ export class RelayConnection {
     // Translate mode writes a piece per run of frames: one syscall for the lot.
     const corked = this.translate && this.phase === 'open';
     if (corked) this.up!.cork();
+    this.clientPiece = chunk;
     try {
       this.fromClient.push(chunk);
     } catch (err) {
@@ -236,16 +291,18 @@ export class RelayConnection {
 
   private onUpstreamBytes(chunk: Buffer): void {
     if (this.phase !== 'open') return;
+    this.upstreamPiece = chunk;
     try {
       this.fromUpstream.push(chunk);
     } catch (err) {
       this.down.write(chunk);
       return this.shadowFailed('upstream', err);
     }
-    if (this.toClient.length > 0 && this.canAdd()) {
+    if ((this.toClient.length > 0 || this.sending.size > 0) && this.canAdd()) {
       this.down.cork();
       this.down.write(chunk);
       this.flushToClient();
+      this.flushOut();
       this.down.uncork();
     } else if (!this.down.write(chunk)) this.up!.pause();
   }
@@ -301,7 +358,7 @@ export class RelayConnection {
         }
         // A stream already over: nothing to count.
         if (id <= this.lastClientStream) return this.rewriteBlock(id, flags, block, list, undefined);
-        if (id > this.refuseAbove) {
+        if (id > this.refuseAbove || this.phase === 'lost') {
           this.rewriteBlock(id, flags, block, list, undefined);
           this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
           this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
@@ -321,24 +378,48 @@ export class RelayConnection {
           return this.goAway();
         }
         if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
-        const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority);
+        const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority, this.clientInitialWindow);
         this.rewriteBlock(id, flags, block, list, stream.call.traceparent);
         this.streams.set(id, stream);
+        stream.request = list.slice();
         stream.call.enforceDeadline(() => this.expire(id, stream));
         this.upConn.calls++;
         this.upConn.active++;
         if (flags & Flag.END_STREAM) stream.requestEnded = true;
         if (this.phase === 'local') this.replyLocally(id, stream, this.localReason);
+        // The upstream said it takes no stream above this one (its HEADERS still went, for its HPACK table): sent elsewhere.
+        else if (this.phase === 'detached' || (this.upstreamLast !== undefined && id > this.upstreamLast)) {
+          if (this.phase === 'detached' || this.goawayHidden) this.forward(id, stream);
+          // The client read the GOAWAY too, and retries the stream itself.
+          else this.endStream(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
+        }
       },
       data: (id, chunk, flags, last) => {
         const stream = this.streams.get(id);
+        const length = last ? this.fromClient.frameLength : 0;
+        // No upstream keeps the connection's window any more: the relay does.
+        if (this.phase === 'detached' && length > 0) this.sendToClient(windowUpdateFrame(0, length));
         if (!stream) return;
-        if (chunk.length > 0) stream.call.tap.requestData(chunk);
-        if (last && flags & Flag.END_STREAM) this.requestComplete(id, stream);
+        if (chunk.length > 0) {
+          stream.call.tap.requestData(chunk);
+          if (stream.body) {
+            stream.bodyBytes += chunk.length;
+            if (stream.bodyBytes > RETRY_BODY_LIMIT) stream.body = undefined;
+            else stream.body.push(chunk);
+          }
+          stream.via?.write(chunk);
+        }
+        // The upstream that would open this stream's window again no longer has it.
+        if (stream.via && length > 0) this.sendToClient(windowUpdateFrame(id, length));
+        if (last && flags & Flag.END_STREAM) {
+          stream.via?.end();
+          this.requestComplete(id, stream);
+        }
       },
       rstStream: (id, code) => {
         const stream = this.streams.get(id);
         if (!stream) return;
+        if (stream.via && !stream.via.closed) stream.via.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
         // Once the response is whole, a reset only stops the request side (RFC 9113 §8.1).
         if (stream.responseEnded) return this.endStream(id, stream);
         this.endStream(id, stream, { side: 'client', code });
@@ -348,7 +429,15 @@ export class RelayConnection {
       settings: (flags, payload) => {
         if (flags & Flag.ACK) return this.frameBudget.settingsAcknowledged();
         if (this.phase === 'local') this.down.write(SETTINGS_ACK);
+        else if (this.phase === 'detached') this.sendToClient(SETTINGS_ACK);
         else this.clientSettings++;
+        const initial = settingValue(payload, Setting.INITIAL_WINDOW_SIZE);
+        if (initial !== undefined) {
+          // A new initial size moves every open stream's window by the difference (§6.9.2).
+          for (const stream of this.streams.values()) stream.clientWindow += initial - this.clientInitialWindow;
+          this.clientInitialWindow = initial;
+          if (this.held.length > 0) this.writeHeldThenClose();
+        }
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
         if (size === undefined) return;
         this.responseHpack.setLimit(size);
@@ -356,6 +445,21 @@ export class RelayConnection {
         this.clientTableLimit = size;
       },
       goaway: (_last, code) => this.ctx.observer.goaway('client', code),
+      windowUpdate: (id, increment, payload) => {
+        if (id === 0) {
+          this.clientConnWindow += increment;
+          if (this.debt > 0 && this.phase === 'open') this.repay(increment, payload);
+        } else {
+          const stream = this.streams.get(id);
+          if (stream) stream.clientWindow += increment;
+        }
+        if (this.held.length > 0) this.writeHeldThenClose();
+        if (this.sending.size > 0) this.flushOut();
+      },
+      ping: (flags, payload) => {
+        // No upstream to answer it: the relay does (RFC 9113 §6.7).
+        if (this.phase === 'detached' && !(flags & Flag.ACK)) this.sendToClient(frame(FrameType.PING, Flag.ACK, 0, payload));
+      },
       other: () => {},
     };
   }
@@ -374,20 +478,33 @@ export class RelayConnection {
         // A PUSH_PROMISE's block is decoded only to keep the table in step: it is a request, not this stream's response.
         if (promised !== 0) return;
         const stream = this.streams.get(id);
-        if (!stream) return;
+        if (!stream || stream.via) return;
+        // The upstream took the call: it is never sent again.
+        stream.body = undefined;
+        stream.request = undefined;
         stream.responseHeaders(headerBag(list), this.connectedAt);
         if (flags & Flag.END_STREAM) this.responseComplete(id, stream);
       },
       data: (id, chunk, flags, last) => {
         if (last) this.frameBudget.dataFrameSent();
         const stream = this.streams.get(id);
-        if (!stream) return;
+        if (last) {
+          const length = this.fromUpstream.frameLength;
+          this.clientConnWindow -= length;
+          if (stream) stream.clientWindow -= length;
+        }
+        if (!stream || stream.via) return;
         if (chunk.length > 0) stream.call.tap.responseData(chunk);
         if (last && flags & Flag.END_STREAM) this.responseComplete(id, stream);
       },
-      rstStream: (id, code) => {
+      rstStream: (id, code, payload) => {
         const stream = this.streams.get(id);
         if (!stream) return;
+        // The stream is answered from elsewhere: the upstream's word on it is not for the client.
+        if (stream.via) return void (voidFrame(payload, this.upstreamPiece) || this.abandon(id, stream));
+        if (code === Http2Error.REFUSED_STREAM && !stream.responded && !stream.retried && stream.body && voidFrame(payload, this.upstreamPiece)) {
+          return this.retry(id, stream, this.upstreamLast !== undefined && id > this.upstreamLast ? 'goaway' : 'refused_stream');
+        }
         // A response that proved its own end (trailers, a status frame in the body) is whole whatever follows.
         if (stream.responseEnded && (code === Http2Error.NO_ERROR || stream.provedEnd())) return this.endStream(id, stream);
         this.endStream(id, stream, { side: 'upstream', code });
@@ -400,11 +517,25 @@ export class RelayConnection {
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
         if (size !== undefined) this.requestHpack.setLimit(size);
       },
-      goaway: (last, code) => {
+      goaway: (last, code, payload) => {
         this.ctx.observer.goaway('upstream', code);
-        // Streams past the last one the upstream took were never worked on: the client retries them.
-        for (const [id, stream] of this.streams) if (id > last) this.endStream(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
+        // The client's connection goes on, its new calls sent elsewhere: the GOAWAY is the upstream's
+        // business. Where it cannot be hidden, the client reads it and retries what it names itself.
+        const hidden = voidFrame(payload, this.upstreamPiece) && (this.upstreamLast === undefined || this.goawayHidden);
+        this.goawayHidden = hidden;
+        this.upstreamLast = Math.min(last, this.upstreamLast ?? MAX_STREAM_ID);
+        // Streams past the last one the upstream took were never worked on.
+        for (const [id, stream] of this.streams) {
+          if (id <= last || stream.via) continue;
+          if (hidden && !stream.responded && stream.body) this.retry(id, stream, 'goaway');
+          else {
+            if (hidden) this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
+            this.endStream(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
+          }
+        }
       },
+      windowUpdate: () => {},
+      ping: () => {},
       other: () => {},
     };
   }
@@ -420,6 +551,10 @@ export class RelayConnection {
   private expire(id: number, stream: RelayStream): void {
     if (this.streams.get(id) !== stream || this.phase === 'closed') return;
     this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
+    if (stream.via && !stream.via.closed) stream.via.close(Http2Error.CANCEL);
+    stream.via = undefined;
+    stream.out = [];
+    this.sending.delete(id);
     if (stream.responded) {
       this.sendToClient(rstStreamFrame(id, Http2Error.CANCEL));
       return this.endStream(id, stream, { side: 'proxy', code: Http2Error.CANCEL });
@@ -449,11 +584,16 @@ export class RelayConnection {
   }
 
   private endStream(id: number, stream: RelayStream, reset?: { side: ResetSide; code: number }): void {
+    if (this.streams.get(id) !== stream) return;
     this.streams.delete(id);
     this.upConn.active--;
+    if (stream.via) {
+      this.sending.delete(id);
+      if (reset && !stream.via.closed) stream.via.close(Http2Error.CANCEL);
+    }
     stream.call.end(reset);
     // After the bytes being read now (the call's last frames among them) have gone on.
-    if (this.draining && this.streams.size === 0 && this.phase === 'open') setImmediate(() => this.streams.size === 0 && this.close());
+    if (this.draining && this.streams.size === 0 && (this.phase === 'open' || this.phase === 'detached')) setImmediate(() => this.streams.size === 0 && this.close());
   }
 
   /**
@@ -515,6 +655,199 @@ export class RelayConnection {
     call.end();
   }
 
+  /**
+   * Pays the debt (see `debt`) from the client's connection WINDOW_UPDATE being
+   * read, rewritten in place before it goes on: smaller by the debt, or, when the
+   * debt takes all of it, turned into a frame the upstream ignores. A frame not
+   * wholly in the piece being read has partly gone on already, and the debt waits.
+   */
+  private repay(increment: number, payload: Buffer): void {
+    if (!inPiece(payload, this.clientPiece)) return;
+    if (increment > this.debt) {
+      payload.writeUInt32BE(increment - this.debt, 0);
+      this.debt = 0;
+    } else {
+      this.debt -= increment;
+      voidFrame(payload, this.clientPiece);
+    }
+  }
+
+  /**
+   * The upstream refused the call unprocessed (a stream above its GOAWAY's last
+   * stream id, or REFUSED_STREAM before any response), and the whole request is
+   * held: it is sent once more, on a connection of the relay's own, as the
+   * terminating path retries (proxy/upstream-retries.ts).
+   */
+  private retry(id: number, stream: RelayStream, reason: RetryReason): void {
+    stream.retried = true;
+    this.ctx.retries.retried(reason);
+    this.ctx.log.debug('the upstream refused a call unprocessed; sending it again', { upstream: this.opts.target.authority, reason, streamId: id, goawayLastStreamId: this.upstreamLast });
+    this.forward(id, stream);
+  }
+
+  /**
+   * Sends a call on a session of the terminating path's pool (proxy/h2-session-pool.ts)
+   * instead of the relayed connection: the request written anew from its decoded
+   * headers and held body, the answer written back to the client on the call's
+   * own stream id — header blocks as literals without indexing, so the client's
+   * table stays the relayed upstream's; DATA within the client's windows. The
+   * client's further DATA follows, and the relay opens the stream's window again
+   * itself, as the upstream would have. A call the pool's session refuses
+   * unprocessed is sent once more, if it was not already.
+   */
+  private forward(id: number, stream: RelayStream): void {
+    const { call } = stream;
+    const { tap, record } = call;
+    stream.via = undefined;
+    stream.out = [];
+    const body = stream.body ?? [];
+    const endStream = stream.requestEnded && stream.bodyBytes === 0;
+    let pooled: PooledSession;
+    let up: http2.ClientHttp2Stream;
+    try {
+      pooled = this.ctx.h2.get(this.opts.target);
+      up = pooled.session.request(requestHeaders(stream.request ?? [], this.opts.target, call.traceparent), { endStream });
+    } catch (err) {
+      record.upstreamUnreachable = true;
+      return this.answerForwarded(id, stream, `upstream unavailable: ${(err as Error).message}`);
+    }
+    stream.via = up;
+    // The relay's window credits for the body it now owns, held and to come.
+    if (stream.bodyBytes > 0) this.sendToClient(windowUpdateFrame(id, stream.bodyBytes));
+    pooled.conn.calls++;
+    pooled.conn.active++;
+    if (!endStream) {
+      for (const chunk of body) up.write(chunk);
+      if (stream.requestEnded) up.end();
+    }
+    let error: (Error & { code?: string }) | undefined;
+    let trailers: [string, string][] | undefined;
+    let endSeen = false;
+    up.on('error', (err) => (error = err));
+    // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
+    up.on('response', (h, flags, raw?: string[]) => {
+      if (stream.via !== up) return;
+      stream.body = undefined;
+      stream.request = undefined;
+      stream.responseHeaders(h as Record<string, string | string[]>, pooled.connectedAt);
+      this.queue(id, stream, { kind: 'headers', fields: pairs(raw, h), end: (flags & Flag.END_STREAM) !== 0 });
+    });
+    up.on('data', (chunk: Buffer) => {
+      if (stream.via !== up) return;
+      tap.responseData(chunk);
+      this.queue(id, stream, { kind: 'data', bytes: chunk, end: false });
+      if (stream.outBytes > MAX_OUT_BYTES) up.pause();
+    });
+    up.on('trailers', (t, _flags, raw?: string[]) => {
+      tap.responseTrailers(t);
+      trailers = pairs(raw, t);
+    });
+    up.on('end', () => (endSeen = true));
+    up.on('close', () => {
+      pooled.conn.active--;
+      if (stream.via !== up || this.streams.get(id) !== stream) return;
+      const code = up.rstCode ?? Http2Error.INTERNAL_ERROR;
+      if (endSeen && code === Http2Error.NO_ERROR) {
+        record.upstreamEndTime = now();
+        return this.queue(id, stream, trailers ? { kind: 'headers', fields: trailers, end: true } : { kind: 'data', bytes: EMPTY, end: true });
+      }
+      const reason = !stream.responded && !stream.retried && pooled.connected && stream.body ? refusal(pooled, up, code, error) : undefined;
+      if (reason) return this.retry(id, stream, reason);
+      if (!stream.responded && !pooled.connected) {
+        record.upstreamUnreachable = true;
+        return this.answerForwarded(id, stream, `upstream unavailable: ${error?.code ?? error?.message ?? 'connection failed'}`);
+      }
+      const refused = !stream.responded && error?.code === GOAWAY_SESSION;
+      this.queue(id, stream, { kind: 'rst', code: refused ? Http2Error.REFUSED_STREAM : code, reset: { side: 'upstream', code: refused ? Http2Error.REFUSED_STREAM : code } });
+    });
+  }
+
+  /** A forwarded call the relay answers UNAVAILABLE itself: no session could take it. */
+  private answerForwarded(id: number, stream: RelayStream, reason: string): void {
+    const { record, tap } = stream.call;
+    const r = localReply(record.protocol, record.framed, stream.contentType, GrpcCode.UNAVAILABLE, reason);
+    tap.responseHeaders(r.status, r.headers);
+    stream.responded = true;
+    this.queue(id, stream, { kind: 'headers', fields: [[':status', String(r.status)], ...Object.entries(r.headers)], end: !r.body });
+    if (r.body) {
+      tap.responseData(r.body);
+      this.queue(id, stream, { kind: 'data', bytes: r.body, end: true });
+    }
+  }
+
+  /** A forwarded call whose client read the upstream's reset after all (it could not be hidden): it is over. */
+  private abandon(id: number, stream: RelayStream): void {
+    this.endStream(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
+  }
+
+  private queue(id: number, stream: RelayStream, piece: Piece): void {
+    if (stream.outEnded) return;
+    if (piece.kind !== 'data' ? piece.kind === 'rst' || piece.end : piece.end) stream.outEnded = true;
+    if (piece.kind === 'data') stream.outBytes += piece.bytes.length;
+    stream.out.push(piece);
+    this.sending.set(id, stream);
+    this.flushOut();
+  }
+
+  /** Writes the forwarded answers' pieces the client's windows take, where a frame may be added. */
+  private flushOut(): void {
+    if ((this.phase !== 'open' && this.phase !== 'detached') || !this.canAdd()) return;
+    this.down.cork();
+    this.flushToClient();
+    for (const [id, stream] of this.sending) {
+      let done: Piece | undefined;
+      while (stream.out.length > 0) {
+        const p = stream.out[0]!;
+        if (p.kind === 'data' && p.bytes.length > 0) {
+          const room = Math.min(this.clientConnWindow, stream.clientWindow, DEFAULT_MAX_FRAME);
+          if (room <= 0) break;
+          const piece = p.bytes.subarray(0, room);
+          const whole = piece.length === p.bytes.length;
+          this.clientConnWindow -= piece.length;
+          stream.clientWindow -= piece.length;
+          stream.outBytes -= piece.length;
+          if (this.phase === 'open') this.debt += piece.length;
+          this.down.write(dataFrame(id, piece, whole && p.end));
+          if (!whole) {
+            p.bytes = p.bytes.subarray(room);
+            continue;
+          }
+        } else if (p.kind === 'data') this.down.write(dataFrame(id, p.bytes, p.end));
+        else if (p.kind === 'headers') this.down.write(headerBlockFrames(id, encodeLiteralBlock(p.fields, this.owedTableSize), p.end, DEFAULT_MAX_FRAME));
+        else this.down.write(rstStreamFrame(id, p.code));
+        stream.out.shift();
+        if (p.kind === 'rst' || p.end) done = p;
+      }
+      if (stream.out.length === 0) this.sending.delete(id);
+      if (stream.outBytes <= MAX_OUT_BYTES / 2) stream.via?.resume();
+      if (done?.kind === 'rst') this.endStream(id, stream, done.reset);
+      else if (done) this.responseComplete(id, stream);
+    }
+    this.down.uncork();
+  }
+
+  /**
+   * The upstream closed after its GOAWAY: the client's connection goes on, each
+   * new call sent on a session of the relay's own. The relay now keeps what the
+   * upstream kept — SETTINGS and PING acknowledged, the connection's window
+   * opened again — and calls the upstream left unfinished end as in upstreamLost.
+   */
+  private detach(): void {
+    this.phase = 'detached';
+    // Reading may have waited for the upstream's socket to drain, which it never will now.
+    this.down.resume();
+    this.debt = 0;
+    const lost = { side: 'upstream' as const, code: CONNECTION_CLOSED };
+    this.down.cork();
+    this.flushToClient();
+    for (const [id, stream] of this.streams) if (!stream.via) this.endLost(id, stream, lost);
+    // What the upstream had not opened again of the client's connection window.
+    this.down.write(windowUpdateFrame(0, DETACH_CREDIT));
+    this.writeHeld();
+    this.down.uncork();
+    this.flushOut();
+  }
+
   /** The relay ends a misbehaving client's connection: GOAWAY with `code`, then close. */
   private cut(reason: TerminationReason, code: number, message: string): void {
     if (this.phase === 'closed') return;
@@ -559,14 +892,138 @@ export class RelayConnection {
       this.ctx.observer.connectionClosed(this.upConn);
     }
     if (this.phase !== 'open') return;
-    // Calls still in flight lost their upstream: the client reads each as a reset.
+    // Gone as it said it would (GOAWAY): the client's connection goes on without it.
+    if (this.goawayHidden && this.canAdd()) return this.detach();
+    this.ending ??= { side: 'upstream', code: CONNECTION_CLOSED };
+    if (this.canAdd()) return this.upstreamLost();
+    // Cut in the middle of a frame (or before it spoke): nothing can be added, and the
+    // calls still in flight read as resets.
     const last = [...this.streams.keys()].map((id) => rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
     if (!this.goawaySent) last.push(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
     this.sendLast(last);
-    this.ending ??= { side: 'upstream', code: Http2Error.INTERNAL_ERROR };
     this.phase = 'closed';
     this.finish();
     this.lingeringClose();
+  }
+
+  /**
+   * The upstream's connection broke between frames (the app killed, say) with
+   * calls in flight: each ends in its own protocol's words, never as the client's
+   * cancel, as the terminating path ends them (proxy/forward-h2.ts) —
+   *
+   *   the call's state                      the client reads
+   *   no response yet                       the relay's UNAVAILABLE answer (local-reply.ts)
+   *   gRPC, response under way              trailers grpc-status 14 (HEADERS, END_STREAM)
+   *   gRPC-Web, Connect streaming           their status frame in a last DATA (END_STREAM)
+   *   REST, or a body cut inside a message  RST_STREAM(INTERNAL_ERROR)
+   *   response whole, request still open   RST_STREAM(NO_ERROR) (RFC 9113 §8.1)
+   *
+   * — then GOAWAY, and the connection closes once every call has its ending, so
+   * that the client's next call opens a new one. Header blocks are literals
+   * without indexing: the client's table stays as the upstream left it.
+   */
+  private upstreamLost(): void {
+    this.phase = 'lost';
+    // Reading may have waited for the upstream's socket to drain: the client's WINDOW_UPDATEs still count.
+    this.down.resume();
+    const lost = this.ending!;
+    this.down.cork();
+    this.flushToClient();
+    for (const [id, stream] of this.streams) if (!stream.via) this.endLost(id, stream, lost);
+    if (!this.goawaySent) {
+      this.goawaySent = true;
+      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
+      this.down.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    }
+    this.writeHeld();
+    this.down.uncork();
+    if (this.held.length === 0) return this.closeLost();
+    // A client that opens no window in time gets the reset the ending could not be.
+    setTimeout(() => {
+      if (this.phase !== 'lost') return;
+      for (const { id, stream } of this.held) {
+        this.down.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+        this.endStream(id, stream, lost);
+      }
+      this.held = [];
+      this.closeLost();
+    }, LOCAL_CLOSE_MS).unref();
+  }
+
+  /** Ends one call whose upstream's connection broke (see upstreamLost). */
+  private endLost(id: number, stream: RelayStream, lost: { side: ResetSide; code: number }): void {
+    const { call } = stream;
+    const { record, tap } = call;
+    if (stream.responseEnded) {
+      this.down.write(rstStreamFrame(id, Http2Error.NO_ERROR));
+      this.endStream(id, stream);
+      return;
+    }
+    if (!stream.responded) {
+      // Connected, then lost without an answer: perhaps no longer the server it was.
+      this.ctx.protocols.forget(this.opts.target);
+      const r = localReply(record.protocol, record.framed, stream.contentType, GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+      tap.responseHeaders(r.status, r.headers);
+      stream.responded = true;
+      this.down.write(headersFrame(id, encodeLiteralBlock([[':status', String(r.status)], ...Object.entries(r.headers)], this.owedTableSize), !r.body));
+      if (r.body) this.holdData(id, stream, r.body);
+      else this.endStream(id, stream, lost);
+      return;
+    }
+    record.upstreamEndTime = now();
+    const ending = tap.responseAtBoundary() ? upstreamLostEnding(record.protocol, record.framed, stream.base64, true) : undefined;
+    if (ending?.trailers) {
+      tap.responseTrailers(ending.trailers);
+      this.down.write(headersFrame(id, encodeLiteralBlock(Object.entries(ending.trailers), this.owedTableSize), true));
+      this.endStream(id, stream, lost);
+    } else if (ending?.body) this.holdData(id, stream, ending.body);
+    else {
+      this.down.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+      this.endStream(id, stream, lost);
+    }
+  }
+
+  private closeLost(): void {
+    this.phase = 'closed';
+    this.finish();
+    this.lingeringClose();
+  }
+
+  /** The relay's own last DATA (END_STREAM) of a stream, written once the client's windows take it. */
+  private holdData(id: number, stream: RelayStream, body: Buffer): void {
+    this.held.push({ id, stream, body });
+  }
+
+  private writeHeldThenClose(): void {
+    this.writeHeld();
+    if (this.phase === 'lost' && this.held.length === 0) this.closeLost();
+  }
+
+  /**
+   * Writes as much of the held DATA as the client's windows take, cut into
+   * frames where they are short; a stream whose last piece went has its call ended.
+   */
+  private writeHeld(): void {
+    for (let i = 0; i < this.held.length && this.clientConnWindow > 0; ) {
+      const h = this.held[i]!;
+      const room = Math.min(this.clientConnWindow, h.stream.clientWindow, DEFAULT_MAX_FRAME);
+      if (room <= 0) {
+        i++;
+        continue;
+      }
+      const piece = h.body.subarray(0, room);
+      const last = piece.length === h.body.length;
+      this.clientConnWindow -= piece.length;
+      h.stream.clientWindow -= piece.length;
+      h.stream.call.tap.responseData(piece);
+      this.down.write(dataFrame(h.id, piece, last));
+      if (!last) {
+        h.body = h.body.subarray(room);
+        continue;
+      }
+      this.held.splice(i, 1);
+      this.endStream(h.id, h.stream, this.ending);
+    }
   }
 
   private close(): void {
@@ -607,7 +1064,7 @@ export class RelayConnection {
     this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
     this.sendToClient(goawayFrame(MAX_STREAM_ID, Http2Error.NO_ERROR));
     setTimeout(() => {
-      if (this.phase !== 'open') return;
+      if (this.phase !== 'open' && this.phase !== 'detached') return;
       this.refuseAbove = this.lastClientStream;
       this.draining = true;
       this.sendToClient(goawayFrame(this.refuseAbove, Http2Error.NO_ERROR));
@@ -627,4 +1084,70 @@ function settingValue(payload: Buffer, id: number): number | undefined {
   let value: number | undefined;
   for (let i = 0; i + 6 <= payload.length; i += 6) if (payload.readUInt16BE(i) === id) value = payload.readUInt32BE(i + 2);
   return value;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Whether the frame whose payload `payload` views lies whole in `piece`, not yet gone on. */
+function inPiece(payload: Buffer, piece: Buffer | undefined): piece is Buffer {
+  if (!piece || payload.buffer !== piece.buffer) return false;
+  return payload.byteOffset - FRAME_HEADER_LENGTH >= piece.byteOffset && payload.byteOffset + payload.length <= piece.byteOffset + piece.length;
+}
+
+/**
+ * Turns the frame whose payload `payload` views, if still in `piece`, into a
+ * frame of a type no one uses, which its receiver ignores (RFC 9113 §5.5): the
+ * one way to take a frame out of a relayed stream without moving a byte.
+ */
+function voidFrame(payload: Buffer, piece: Buffer | undefined): boolean {
+  if (!inPiece(payload, piece)) return false;
+  const at = payload.byteOffset - FRAME_HEADER_LENGTH - piece.byteOffset;
+  piece[at + 3] = IGNORED_TYPE;
+  piece[at + 4] = 0;
+  return true;
+}
+
+function windowUpdateFrame(streamId: number, increment: number): Buffer {
+  const p = Buffer.allocUnsafe(4);
+  p.writeUInt32BE(increment & 0x7fffffff, 0);
+  return frame(FrameType.WINDOW_UPDATE, 0, streamId, p);
+}
+
+/** A decoded request (name, value, …) as node:http2's request headers, repeated fields kept apart, hop-by-hop ones left out as the terminating path does. */
+function requestHeaders(list: readonly string[], target: UpstreamUrl, traceparent: string | undefined): http2.OutgoingHttpHeaders {
+  const out: Record<string, string | string[]> = { ':scheme': target.tls ? 'https' : 'http' };
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    if (name === ':method' || name === ':path' || name === ':authority') out[name] = list[i + 1]!;
+  }
+  out[':authority'] ??= target.authority;
+  fieldsFromRaw(list, out, true);
+  if (traceparent) out.traceparent = traceparent;
+  return out;
+}
+
+/** A header block's fields in order: node:http2's raw list, or its object when the list is missing. */
+function pairs(raw: readonly string[] | undefined, headers: http2.IncomingHttpHeaders): [string, string][] {
+  const out: [string, string][] = [];
+  if (raw) {
+    for (let i = 0; i < raw.length; i += 2) out.push([raw[i]!.toLowerCase(), raw[i + 1]!]);
+    return out;
+  }
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) out.push([name, String(v)]);
+  }
+  return out;
+}
+
+/**
+ * Why a pool session never processed a forwarded attempt, if it did not: a
+ * stream above its GOAWAY's last stream id, never sent before the GOAWAY, or a
+ * REFUSED_STREAM of its own (as proxy/forward-h2.ts reads them).
+ */
+function refusal(session: PooledSession, up: http2.ClientHttp2Stream, code: number, err: (Error & { code?: string }) | undefined): RetryReason | undefined {
+  if (err?.code === GOAWAY_SESSION) return 'goaway';
+  if (code !== Http2Error.REFUSED_STREAM) return undefined;
+  const last = session.goawayLastStreamId;
+  return last !== undefined && up.id !== undefined && up.id > last ? 'goaway' : 'refused_stream';
 }

@@ -1,6 +1,7 @@
 // One relayed stream's observation: the call it is, read off the request and
 // response frames as they pass, fed to the same Call (and so the same records
 // and metrics) as the terminating path.
+import type http2 from 'node:http2';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect } from '../protocol/detect.ts';
 import { Call, now } from '../proxy/call.ts';
@@ -8,6 +9,12 @@ import type { ProxyContext } from '../proxy/context.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 
 type HeaderBag = Record<string, string | string[]>;
+
+/** What the relay writes itself toward the client for a stream it sent on another connection, in order. */
+export type Piece =
+  | { kind: 'headers'; fields: [string, string][]; end: boolean }
+  | { kind: 'data'; bytes: Buffer; end: boolean }
+  | { kind: 'rst'; code: number; reset: { side: 'upstream' | 'proxy'; code: number } | undefined };
 
 /** The decoded block as the header object node:http2 would give (repeated names become a list). */
 export function headerBag(list: HeaderList): HeaderBag {
@@ -38,14 +45,40 @@ export class RelayStream {
   private trailers = false;
   /** The request's content-type, for an answer the relay gives itself. */
   readonly contentType: string | undefined;
+  /** gRPC-Web text mode: an ending the relay writes into the body goes base64. */
+  readonly base64: boolean;
+  /**
+   * What the client's window for this stream still takes (RFC 9113 §6.9): its
+   * initial size and WINDOW_UPDATEs, less the DATA sent on it. The relay's own
+   * DATA fits in it.
+   */
+  clientWindow: number;
+  /**
+   * The request as decoded and its body so far, while the call may be sent again:
+   * until the response begins or the body outgrows RETRY_BODY_LIMIT.
+   */
+  request: string[] | undefined;
+  body: Buffer[] | undefined = [];
+  bodyBytes = 0;
+  /** Sent on a connection of the relay's own instead: the original upstream's frames for it are not its answer. */
+  via: http2.ClientHttp2Stream | undefined;
+  /** Sent a second time already: never a third. */
+  retried = false;
+  /** Its answer from `via`, waiting for the client's windows and frame boundaries. */
+  out: Piece[] = [];
+  outBytes = 0;
+  /** The last piece of its answer is queued. */
+  outEnded = false;
 
-  constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string) {
+  constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string, clientWindow: number) {
     const method = text(headers[':method']) ?? 'GET';
     const path = text(headers[':path']) ?? '/';
     const q = path.indexOf('?');
     this.contentType = text(headers['content-type']);
     const bare = q < 0 ? path : path.slice(0, q);
     const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, ctx.config.trpcPrefix);
+    this.base64 = detected.base64;
+    this.clientWindow = clientWindow;
     this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
     this.call.sent(upstreamAuthority);
   }

@@ -57,6 +57,8 @@ function decodeDirection(bytes: Buffer, preface: boolean, cuts: number[] = []): 
     rstStream() {},
     settings() {},
     goaway() {},
+    windowUpdate() {},
+    ping() {},
     other() {},
   }, preface);
   let at = 0;

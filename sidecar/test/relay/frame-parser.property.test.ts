@@ -24,6 +24,8 @@ function parse(pieces: Buffer[], preface: boolean, maxHeaderBlock?: number): { e
     rstStream: (id, code) => events.push(`rst ${id} ${code}`),
     settings: (flags, payload) => events.push(`settings ${flags} ${payload.toString('hex')}`),
     goaway: (last, code) => events.push(`goaway ${last} ${code}`),
+    windowUpdate: (id, increment) => events.push(`window ${id} ${increment}`),
+    ping: (flags, payload) => events.push(`ping ${flags} ${payload.toString('hex')}`),
     other: (type, flags, id, length) => events.push(`other ${type} ${flags} ${id} ${length}`),
   };
   const parser = new FrameParser(sink, preface, maxHeaderBlock);

@@ -25,6 +25,8 @@ function recorder(): { sink: FrameSink; events: Event[] } {
     rstStream: (id, code) => void events.push(['rst', id, code]),
     settings: (flags, payload) => void events.push(['settings', flags, payload.toString('hex')]),
     goaway: (last, code) => void events.push(['goaway', last, code]),
+    windowUpdate: (id, increment) => void events.push(['window', id, increment]),
+    ping: (flags, payload) => void events.push(['ping', flags, payload.toString('hex')]),
     other: (type, flags, id, length) => void events.push(['other', type, flags, id, length]),
   };
   return { sink, events };
@@ -67,7 +69,7 @@ const CORPUS: Buffer = Buffer.concat([
 const EXPECTED: Event[] = [
   ['settings', 0, settingsPayload.toString('hex')],
   ['settings', 1, ''],
-  ['other', FrameType.WINDOW_UPDATE, 0, 0, 4],
+  ['window', 0, 0x0f0001],
   ['headers', 1, Flag.END_HEADERS, block.toString('hex'), 0],
   ['data', 1, 0, '0000000003616263'],
   ['data', 1, Flag.PADDED | Flag.END_STREAM, Buffer.from('xyz').toString('hex')],
@@ -77,8 +79,8 @@ const EXPECTED: Event[] = [
   ['data', 3, Flag.PADDED, ''],
   ['data', 3, Flag.END_STREAM, ''],
   ['headers', 1, Flag.END_HEADERS | Flag.PADDED, block.toString('hex'), 2],
-  ['other', FrameType.PING, 0, 0, 8],
-  ['other', FrameType.PING, Flag.ACK, 0, 8],
+  ['ping', 0, '0101010101010101'],
+  ['ping', Flag.ACK, '0101010101010101'],
   ['rst', 3, 8],
   ['other', 0xfa, 3, 5, 18],
   ['other', 0xfb, 0, 0, 0],

@@ -193,6 +193,8 @@ describe('relay: --max-connection-age', () => {
           // After the second GOAWAY (which names stream 1), a stream the client should not have opened.
           if (last === 1) socket.write(frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, 3, block('/v1/echo/3')));
         },
+        windowUpdate() {},
+        ping() {},
         other() {},
       }, false);
       const socket = net.connect(sc.port, '127.0.0.1', () => {
@@ -245,7 +247,7 @@ describe('relay: an upstream that cannot be reached', () => {
 function rawConnection(port: number, frames: Buffer[]): Promise<number | undefined> {
   return new Promise((resolve) => {
     let code: number | undefined;
-    const parser = new FrameParser({ headers() {}, data() {}, rstStream() {}, settings() {}, goaway: (_l, c) => (code = c), other() {} }, false);
+    const parser = new FrameParser({ headers() {}, data() {}, rstStream() {}, settings() {}, goaway: (_l, c) => (code = c), windowUpdate() {}, ping() {}, other() {} }, false);
     const socket = net.connect(port, '127.0.0.1', () => {
       socket.write(Buffer.concat([CLIENT_PREFACE, EMPTY_SETTINGS]));
       for (const f of frames) if (!socket.destroyed) socket.write(f);
