@@ -162,6 +162,8 @@ export class RelayConnection {
   private goawayHidden = false;
   /** The pieces being read from each side, where a frame may be rewritten in place before it goes on. */
   private clientPiece: Buffer | undefined;
+  /** True while the client's bytes are being parsed, before they are passed on. */
+  private readingClient = false;
   private upstreamPiece: Buffer | undefined;
   /**
    * DATA the relay wrote to the client while the upstream also sends it DATA: the
@@ -243,11 +245,13 @@ export class RelayConnection {
     const corked = this.translate && this.phase === 'open';
     if (corked) this.up!.cork();
     this.clientPiece = chunk;
+    this.readingClient = true;
     try {
       this.fromClient.push(chunk);
     } catch (err) {
       return this.shadowFailed('client', err);
     } finally {
+      this.readingClient = false;
       if (corked) this.up!.uncork();
     }
     // In translate mode the parser has passed the bytes on already.
@@ -286,7 +290,11 @@ export class RelayConnection {
   /** Adds a frame toward the upstream at the next frame boundary of the client's bytes. */
   private sendToUpstream(f: Buffer): void {
     this.toUpstream.push(f);
-    if (this.fromClient.atBoundary) this.flushToUpstream();
+    // While the client's bytes are being read, the frame that led here (a HEADERS
+    // the relay refuses) has not been passed on yet: onClientBytes writes the
+    // added frames after the bytes, or the upstream would read a RST_STREAM for a
+    // stream it never saw opened (an idle stream: PROTOCOL_ERROR, RFC 9113 §5.1).
+    if (!this.readingClient && this.fromClient.atBoundary) this.flushToUpstream();
   }
 
   private onUpstreamBytes(chunk: Buffer): void {

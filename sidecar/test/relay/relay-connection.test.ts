@@ -174,19 +174,26 @@ describe('relay: drain', () => {
 });
 
 describe('relay: --max-connection-age', () => {
-  it('sends the two-step GOAWAY and refuses a stream opened after the second', async () => {
+  it('sends the two-step GOAWAY and refuses a stream opened after the second, and the call in flight still finishes', async () => {
     const upstream = await startConnectEcho();
     const sc = await startTestSidecar(upstream.url, [...RELAY, '--max-connection-age', '300ms', '--max-connection-age-grace', '10s']);
     const events: string[] = [];
     const refused = new Promise<void>((resolve) => {
       const block = (path: string): Buffer => encodeLiteralBlock([[':method', 'GET'], [':scheme', 'http'], [':path', path], [':authority', 'x']]);
       const parser = new FrameParser({
-        headers: (id) => void events.push(`headers ${id}`),
-        data() {},
-        rstStream: (id, code) => {
-          events.push(`rst ${id} ${code}`);
-          if (id === 3) resolve();
+        headers: (id, flags) => {
+          events.push(`headers ${id}`);
+          if (id === 1 && flags & Flag.END_STREAM) resolve();
         },
+        // The upstream must not have seen the relay's RST_STREAM(CANCEL) for stream 3
+        // before that stream's HEADERS (an idle stream: it would end the connection).
+        data: (id, _chunk, flags) => {
+          if (id === 1 && flags & Flag.END_STREAM) {
+            events.push('end 1');
+            resolve();
+          }
+        },
+        rstStream: (id, code) => void events.push(`rst ${id} ${code}`),
         settings() {},
         goaway: (last) => {
           events.push(`goaway ${last}`);
@@ -205,7 +212,7 @@ describe('relay: --max-connection-age', () => {
       socket.on('error', () => {});
     });
     await refused;
-    assert.deepEqual(events, ['goaway 2147483647', 'goaway 1', 'rst 3 7']);
+    assert.deepEqual(events, ['goaway 2147483647', 'goaway 1', 'rst 3 7', 'headers 1', 'end 1']);
     assert.equal(sc.recorder.started.length, 1, 'the refused stream is not a call');
     assert.ok(sc.recorder.goaways.some((g) => g.side === 'proxy' && g.code === 0));
     await sc.stop();
