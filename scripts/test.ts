@@ -19,9 +19,9 @@ interface StepResult {
   seconds: number;
 }
 
-function run(cmd: string, args: string[], cwd = root): Promise<{ code: number; output: string }> {
+function run(cmd: string, args: string[], cwd = root, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } });
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', ...env } });
     let output = '';
     const tee = (stream: NodeJS.WriteStream) => (d: Buffer) => {
       output += d.toString();
@@ -70,15 +70,29 @@ results.push(
 );
 // The browser tests load the built plugin.
 results.push(await step('panel plugin: build', check(process.execPath, ['.config/build.mjs'], plugin)));
+/** Runs node:test files (with the environment added) and counts their tests from a TAP report. */
+async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<{ ok: boolean; passed: number; failed: number }> {
+  const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
+  const { code } = await run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], root, env);
+  const text = readFileSync(tap, 'utf8');
+  const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { ok: code === 0, passed: num('pass'), failed: num('fail') + (code !== 0 && num('fail') === 0 ? 1 : 0) };
+}
+
+const allTests = ['sidecar/test', 'demo/test', 'test'].flatMap((d) => findTests(join(root, d))).sort();
+results.push(await step('node:test suites', () => nodeTests(allTests)));
+// Inbound HTTP/2 takes the frame relay by default; the suites that exercise the
+// data plane run once more on the terminating path (--data-plane terminate),
+// which users can choose and which outbound mode, transcoding and HTTP/1.1
+// upstreams always take.
+const TERMINATE_SUITES = [/^sidecar\/test\/proxy\//, /^test\/acceptance\//, /^test\/reliability\/(faults-|h2-abuse|slow-clients|h1-)/];
 results.push(
-  await step('node:test suites', async () => {
-    const files = ['sidecar/test', 'demo/test', 'test'].flatMap((d) => findTests(join(root, d))).sort();
-    const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
-    const { code } = await run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files]);
-    const text = readFileSync(tap, 'utf8');
-    const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-    return { ok: code === 0, passed: num('pass'), failed: num('fail') + (code !== 0 && num('fail') === 0 ? 1 : 0) };
-  }),
+  await step('node:test suites, terminating data plane', () =>
+    nodeTests(
+      allTests.filter((f) => TERMINATE_SUITES.some((re) => re.test(f))),
+      { RPCSCOPE_DATA_PLANE: 'terminate' },
+    ),
+  ),
 );
 
 process.stdout.write('\n');

@@ -1,5 +1,5 @@
 // Hostile HTTP/2 clients against the real `sidecar/bin/rpcscope`, on the data
-// plane RPCSCOPE_DATA_PLANE names (terminate by default, relay): each writes
+// plane RPCSCOPE_DATA_PLANE names (relay by default, terminate): each writes
 // exactly the frames of one abuse shape over a raw socket, and the test checks
 // what that client was told (GOAWAY code, RST_STREAM code, the close), the count
 // on /metrics, and that the sidecar is alive and a normal client is still served.
@@ -20,7 +20,7 @@ interface Echo extends grpc.Client {
 }
 
 /** The relay reads every frame and holds a client to its frame budgets; Node's terminating path gives no per-frame hook. */
-const RELAY = process.env.RPCSCOPE_DATA_PLANE === 'relay';
+const RELAY = process.env.RPCSCOPE_DATA_PLANE !== 'terminate';
 const PLANE = RELAY ? 'relay' : 'terminate';
 
 const CODE_NAMES = new Map<number, string>(Object.entries(H2_ERROR).map(([name, code]) => [code, name]));

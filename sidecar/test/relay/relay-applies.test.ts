@@ -13,9 +13,10 @@ function config(...args: string[]): Config {
 }
 
 describe('relayApplies', () => {
-  it('keeps the terminating path by default', () => {
-    assert.equal(config().dataPlane, 'terminate');
-    assert.equal(relayApplies(config()), false);
+  it('relays by default, and keeps the terminating path when asked', () => {
+    assert.equal(config().dataPlane, 'relay');
+    assert.equal(relayApplies(config()), true);
+    assert.equal(relayApplies(config('--data-plane', 'terminate')), false);
   });
 
   it('relays with --data-plane relay, also with deadlines enforced and a connection age', () => {
