@@ -669,12 +669,14 @@ describe('rpcscope binary: the metric contract under a scripted mix, read from /
     assert.equal(sum(samples, 'rpcscope_deadline_requested_seconds_bucket', { le: '5' }), withDeadline.length);
     assert.equal(sum(samples, 'rpcscope_deadline_used_ratio_bucket', { le: '0.25' }), withDeadline.length);
 
-    // On the raw sidecar both misses used more than their budget, and the late answer (a second
+    // On the raw sidecar both misses used their whole budget, and the late answer (a second
     // for 100 ms) at least ten times it: together at least 1 + 10, however late the client's
-    // cancel was seen on a busy machine.
+    // cancel was seen on a busy machine. The sidecar's clock starts when it reads the call,
+    // after the client's did: a miss the client cancels at its deadline may read just under
+    // 1 (the relay reads the client's RST_STREAM the moment it arrives), never under 0.9.
     const raw = (await settledScrape('raw')).samples;
     assert.equal(sum(raw, 'rpcscope_deadline_used_ratio_count'), 2);
-    assert.equal(sum(raw, 'rpcscope_deadline_used_ratio_bucket', { le: '1' }), 0);
+    assert.equal(sum(raw, 'rpcscope_deadline_used_ratio_bucket', { le: '0.9' }), 0);
     assert.ok(sum(raw, 'rpcscope_deadline_used_ratio_sum') >= 1 + RAW_DELAY_MS / 100, `ratio sum ${sum(raw, 'rpcscope_deadline_used_ratio_sum')}`);
   });
 

@@ -152,6 +152,11 @@ export class ClientFrameBudget {
     return (this.refusedHeaderList = true);
   }
 
+  /** The stream limit the upstream advertised last, acknowledged by the client or not. */
+  get advertisedStreamLimit(): number {
+    return this.unacknowledged.at(-1) ?? this.streamLimit;
+  }
+
   /** A new stream, with `open` streams already open: whether it is past the limit the client acknowledged. */
   overStreamLimit(open: number): boolean {
     return open >= this.streamLimit;

@@ -510,7 +510,17 @@ export class RelayConnection {
         if (!stream) return;
         // The stream is answered from elsewhere: the upstream's word on it is not for the client.
         if (stream.via) return void (voidFrame(payload, this.upstreamPiece) || this.abandon(id, stream));
-        if (code === Http2Error.REFUSED_STREAM && !stream.responded && !stream.retried && stream.body && voidFrame(payload, this.upstreamPiece)) {
+        // A stream refused while the client held more open than the app allows is the
+        // client's doing (RFC 9113 §5.1.2): it reaches the client refused, never sent
+        // elsewhere, or the limit would mean nothing.
+        if (
+          code === Http2Error.REFUSED_STREAM &&
+          !stream.responded &&
+          !stream.retried &&
+          stream.body &&
+          this.streams.size <= this.frameBudget.advertisedStreamLimit &&
+          voidFrame(payload, this.upstreamPiece)
+        ) {
           return this.retry(id, stream, this.upstreamLast !== undefined && id > this.upstreamLast ? 'goaway' : 'refused_stream');
         }
         // A response that proved its own end (trailers, a status frame in the body) is whole whatever follows.
