@@ -12,7 +12,7 @@ import type { HostPort } from '../config/parse-value.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { TerminationReason } from '../observe/faults.ts';
 import type { ProxyContext } from '../proxy/context.ts';
-import { now } from '../proxy/call.ts';
+import { now } from '../clock.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
 import { relayApplies } from '../relay/relay-applies.ts';

@@ -11,8 +11,6 @@ import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import type { ProxyContext } from './context.ts';
 import { now } from '../clock.ts';
 
-// The clock lives in clock.ts; re-exported for the modules that still name it from here.
-export { now } from '../clock.ts';
 
 type HeaderBag = Record<string, string | string[] | undefined>;
 

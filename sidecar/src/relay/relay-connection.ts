@@ -22,7 +22,7 @@ import type { ConnectionRecord } from '../observe/observer.ts';
 import type { TerminationReason } from '../observe/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { now } from '../proxy/call.ts';
+import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST } from '../proxy/local-reply.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';

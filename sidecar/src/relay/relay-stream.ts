@@ -4,7 +4,8 @@
 import type http2 from 'node:http2';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import { detect } from '../protocol/detect.ts';
-import { Call, now } from '../proxy/call.ts';
+import { now } from '../clock.ts';
+import { Call } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 
