@@ -4,7 +4,6 @@
 // ConfigError naming its flag.
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import tls from 'node:tls';
 import { loadOperationsFile, type OperationMap } from '../route/operation-map.ts';
 import { loadProtoDir, type ProtoCatalog } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
@@ -12,6 +11,7 @@ import { loadTranscodeTable } from '../transcode/transcode-table.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import type { Config } from './load.ts';
 import { ConfigError } from './parse-value.ts';
+import { nodeTls } from '../builtins.ts';
 
 export interface StartFiles {
   routes: readonly RestRoute[] | undefined;
@@ -34,9 +34,9 @@ function load<T>(flag: string, file: string | undefined, loader: (file: string) 
 function checkTls(config: Config): void {
   if (config.tlsCert !== undefined && config.tlsKey !== undefined) {
     const { tlsCert, tlsKey } = config;
-    load('tls-cert', tlsCert, () => tls.createSecureContext({ cert: readFileSync(tlsCert), key: readFileSync(tlsKey) }));
+    load('tls-cert', tlsCert, () => nodeTls().createSecureContext({ cert: readFileSync(tlsCert), key: readFileSync(tlsKey) }));
   }
-  load('upstream-ca', config.upstreamCa, (file) => tls.createSecureContext({ ca: readFileSync(file) }));
+  load('upstream-ca', config.upstreamCa, (file) => nodeTls().createSecureContext({ ca: readFileSync(file) }));
 }
 
 /** The access log file is appended to, or created: the first call would otherwise find out. */

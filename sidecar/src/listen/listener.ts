@@ -2,9 +2,9 @@
 // handed to an HTTP/1.1 or an HTTP/2 server — by the first bytes in cleartext, by
 // ALPN under TLS — so that every client finds the sidecar on one port.
 import http from 'node:http';
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -21,6 +21,8 @@ import { ResetBudget } from './reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from './control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
 import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from './header-list-size.ts';
+import { nodeHttp2, nodeTls } from '../builtins.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
 
 const CONN = Symbol('rpcscope.downstreamConnection');
 const SESSION = Symbol('rpcscope.session');
@@ -67,10 +69,10 @@ const TOO_MANY_INVALID_FRAMES = 'ERR_HTTP2_TOO_MANY_INVALID_FRAMES';
  * §5.1.2 PROTOCOL_ERROR to a stream past the acknowledged limit.
  */
 const GOAWAY_FOR: Partial<Record<TerminationReason, number>> = {
-  control_frame_flood: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM,
-  continuation_flood: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM,
-  empty_frame_flood: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM,
-  stream_limit: http2.constants.NGHTTP2_PROTOCOL_ERROR,
+  control_frame_flood: Http2Error.ENHANCE_YOUR_CALM,
+  continuation_flood: Http2Error.ENHANCE_YOUR_CALM,
+  empty_frame_flood: Http2Error.ENHANCE_YOUR_CALM,
+  stream_limit: Http2Error.PROTOCOL_ERROR,
 };
 const SESSION_WINDOW = 16 * 1024 * 1024;
 /** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
@@ -81,7 +83,8 @@ const REFUSED_LINGER_MS = 1000;
 export class ProxyListener {
   private readonly server: net.Server;
   private readonly h1: http.Server;
-  private readonly h2: http2.Http2Server;
+  /** The terminating HTTP/2 server, made when the first connection needs it (node:http2 loads then: see builtins.ts). */
+  private h2Server: http2.Http2Server | undefined;
   private readonly sessions = new Set<http2.ServerHttp2Session>();
   /**
    * HTTP/1.1 connections. `h1` never listens (sockets reach it by emit('connection')),
@@ -119,15 +122,10 @@ export class ProxyListener {
     });
 
     this.relays = relayApplies(ctx.config) ? new RelaySet(ctx, nextConnId) : undefined;
-    this.h2 = http2.createServer({ settings: H2_SETTINGS, maxHeaderListPairs: MAX_HEADER_LIST_PAIRS });
-    // Streams are taken from each session's own 'stream' event (trackSession), not
-    // the server's: a stream may be emitted after its session was destroyed, when
-    // only the session's closure still knows which connection it came on.
-    this.h2.on('session', (session) => this.contain(() => this.trackSession(session), () => session.destroy()));
 
     const { tlsCert, tlsKey } = ctx.config;
     if (tlsCert && tlsKey) {
-      this.server = tls.createServer({
+      this.server = nodeTls().createServer({
         noDelay: true,
         cert: readFileSync(tlsCert),
         key: readFileSync(tlsKey),
@@ -145,6 +143,16 @@ export class ProxyListener {
       // algorithm the body waits for the client's delayed ACK, ~40 ms on every keep-alive call.
       this.server = net.createServer({ noDelay: true }, (socket) => sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy()), firstByteTimeoutMs, timedOut));
     }
+  }
+
+  private h2(): http2.Http2Server {
+    if (this.h2Server) return this.h2Server;
+    const h2 = nodeHttp2().createServer({ settings: H2_SETTINGS, maxHeaderListPairs: MAX_HEADER_LIST_PAIRS });
+    // Streams are taken from each session's own 'stream' event (trackSession), not
+    // the server's: a stream may be emitted after its session was destroyed, when
+    // only the session's closure still knows which connection it came on.
+    h2.on('session', (session) => this.contain(() => this.trackSession(session), () => session.destroy()));
+    return (this.h2Server = h2);
   }
 
   /** Runs one connection's handling; a fault in it ends that connection (`abandon`), never the process. */
@@ -236,7 +244,7 @@ export class ProxyListener {
       // also surfaces as the stream's 'error', which must have a listener: an unheard
       // one would end the process after all.
       stream.on('error', ignore);
-      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      if (!stream.destroyed) stream.close(Http2Error.INTERNAL_ERROR);
     }
   }
 
@@ -260,7 +268,7 @@ export class ProxyListener {
 
   private cutFlood(session: http2.ServerHttp2Session, reason: 'reset_flood' | 'ping_flood' | 'settings_flood' = 'reset_flood'): void {
     this.ctx.faults.connectionTerminated(reason);
-    this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    this.ctx.observer.goaway('proxy', Http2Error.ENHANCE_YOUR_CALM);
     const what = reason === 'reset_flood' ? 'streams reset faster than the budget (rapid reset)' : `${reason === 'ping_flood' ? 'PING' : 'SETTINGS'} frames sent faster than the budget`;
     this.ctx.log.warn(`client connection cut: ${what}`, { peer: `${session.socket?.remoteAddress}:${session.socket?.remotePort}` });
     // GOAWAY first: destroy(err, code) alone goes out as NO_ERROR, and the client must
@@ -268,7 +276,7 @@ export class ProxyListener {
     // left open, nghttp2 would go on through the rest of the flood in the same read
     // and end the session itself, dropping the GOAWAY. The streams in flight end with it.
     (session as Cut)[CUT] = true;
-    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.goaway(Http2Error.ENHANCE_YOUR_CALM);
     session.destroy();
   }
 
@@ -314,9 +322,9 @@ export class ProxyListener {
       socket.once('close', () => clearTimeout(timer));
     }
     if (h2 && this.relays) {
-      this.relays.add(socket, conn, () => this.h2.emit('connection', socket));
+      this.relays.add(socket, conn, () => this.h2().emit('connection', socket));
     } else if (h2) {
-      this.h2.emit('connection', socket);
+      this.h2().emit('connection', socket);
     } else {
       this.h1Sockets.add(socket);
       socket.once('close', () => this.h1Sockets.delete(socket));
@@ -440,7 +448,7 @@ export class ProxyListener {
 
   private goaway(session: http2.Http2Session): void {
     if (session.closed || session.destroyed) return;
-    this.ctx.observer.goaway('proxy', http2.constants.NGHTTP2_NO_ERROR);
+    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
     // close() sends GOAWAY and lets the streams in flight finish.
     session.close();
   }

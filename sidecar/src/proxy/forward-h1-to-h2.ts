@@ -5,7 +5,7 @@
 // as the trailer section. A reset from the upstream closes the caller's
 // connection mid-response, the one way HTTP/1.1 has to say a body is cut short.
 import type http from 'node:http';
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';

@@ -3,7 +3,6 @@
 // responses pass through, and a connection closed mid-call on either side is
 // closed on the other.
 import http from 'node:http';
-import https from 'node:https';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
@@ -12,6 +11,7 @@ import type { Inbound } from './inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
+import { nodeHttps } from '../builtins.ts';
 
 /** Raw trailer pairs as `res.addTrailers` takes them. */
 function trailerPairs(raw: string[]): [string, string][] {
@@ -54,7 +54,7 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
   let upstreamOpened = false;
   let upstreamLength: string | undefined;
 
-  const upReq = (target.tls ? https : http).request({
+  const upReq = (target.tls ? nodeHttps() : http).request({
     host: target.host,
     port: target.port,
     method,

@@ -6,7 +6,6 @@
 // end) and is answered UNAVAILABLE.
 import http from 'node:http';
 import type http2 from 'node:http2';
-import https from 'node:https';
 import net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
@@ -19,6 +18,7 @@ import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
 import { replyOnH2, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
+import { nodeHttps } from '../builtins.ts';
 
 type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
 const NO_BODY: RespondOptions = { endStream: true, sendDate: false };
@@ -75,7 +75,7 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     return reply(GrpcCode.UNAVAILABLE, GRPC_NEEDS_H2);
   }
 
-  const req = (target.tls ? https : http).request({
+  const req = (target.tls ? nodeHttps() : http).request({
     host: target.host,
     port: target.port,
     method,

@@ -6,7 +6,7 @@
 // caller stands (`response`), whether the upstream's response is complete, the
 // attempt at the upstream in progress (and whether it is the one retry), and why
 // the proxy closed the caller's stream. Each event of either stream is a method.
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
@@ -20,7 +20,7 @@ import type { PooledSession } from './h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
 import type { RetryReason } from './upstream-retries.ts';
 
-const END_STREAM = http2.constants.NGHTTP2_FLAG_END_STREAM;
+const END_STREAM = 0x1 /* END_STREAM, RFC 9113 §6.2 */;
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
 const PEER_RESET = 'ERR_HTTP2_STREAM_ERROR';
 /** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */

@@ -5,7 +5,6 @@
 // upstream connection like the pools' ones.
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import tls from 'node:tls';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
@@ -15,6 +14,7 @@ import { now } from '../clock.ts';
 import { Call } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
+import { nodeTls } from '../builtins.ts';
 
 /** The --upstream-ca bundle, read once on the first upgrade to an https:// upstream. */
 const caFiles = new Map<string, Buffer>();
@@ -41,7 +41,7 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
   }
 
   const upstream = target.tls
-    ? tls.connect({ host: target.host, port: target.port, servername: net.isIP(target.host) ? undefined : target.host, ALPNProtocols: ['http/1.1'], ca: caOf(ctx.config.upstreamCa) })
+    ? nodeTls().connect({ host: target.host, port: target.port, servername: net.isIP(target.host) ? undefined : target.host, ALPNProtocols: ['http/1.1'], ca: caOf(ctx.config.upstreamCa) })
     : net.connect(target.port, target.host);
   call.sent(target.authority);
   const upConn: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 1, active: 1 };

@@ -13,13 +13,13 @@
 // wait is not connecting: --connect-timeout starts with the connection. Past
 // --upstream-max-pending waiting calls, a call is answered UNAVAILABLE at once.
 import http from 'node:http';
-import https from 'node:https';
 import type { Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
+import { nodeHttps } from '../builtins.ts';
 
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
 type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
@@ -160,7 +160,7 @@ export class H1AgentPool {
       // shorter), so no call is written onto a connection the app is closing at that very moment.
       // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
       const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
-      agent = target.tls ? new https.Agent({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
+      agent = target.tls ? new (nodeHttps().Agent)({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
       const gate = new EndpointGate(agent, this.limits);
       this.gates.set(target.href, gate);
       const create = agent.createConnection.bind(agent);

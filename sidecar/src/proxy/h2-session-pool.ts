@@ -1,13 +1,14 @@
 // HTTP/2 sessions toward upstreams: one live session per upstream address,
 // replaced as soon as it is going away, so that new calls never land on a
 // session the upstream has told to stop.
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
+import { nodeHttp2 } from '../builtins.ts';
 
 // Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one
 // round trip; nghttp2 still applies backpressure stream by stream.
@@ -50,7 +51,7 @@ export class H2SessionPool {
   }
 
   private open(target: UpstreamUrl): PooledSession {
-    const session = http2.connect(target.href, {
+    const session = nodeHttp2().connect(target.href, {
       settings: SETTINGS,
       ...(target.tls ? { ca: this.ca, ALPNProtocols: ['h2'], servername: target.host } : {}),
     });

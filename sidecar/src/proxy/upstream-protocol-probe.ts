@@ -17,9 +17,9 @@
 // A connection that cannot be made answers nothing (undefined): the call then
 // finds the upstream unreachable the usual way, and the question stays open.
 import net from 'node:net';
-import tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { HttpVersion } from '../protocol/vocabulary.ts';
+import { nodeTls } from '../builtins.ts';
 
 export interface ProbeOptions {
   connectTimeoutMs: number;
@@ -48,7 +48,7 @@ export function probeUpstreamSpeaks(target: UpstreamUrl, version: HttpVersion, o
 
 function probeAlpn(target: UpstreamUrl, protocol: 'h2' | 'http/1.1', opts: ProbeOptions): Promise<boolean | undefined> {
   return new Promise((resolve) => {
-    const socket = tls.connect({
+    const socket = nodeTls().connect({
       host: target.host,
       port: target.port,
       ca: opts.ca,

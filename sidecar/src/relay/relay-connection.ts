@@ -15,7 +15,7 @@
 // other frame still passes byte for byte.
 import type http2 from 'node:http2';
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type ResetSide } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
@@ -37,6 +37,7 @@ import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, frame, goa
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError, type HeaderList } from './hpack-decoder.ts';
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
 import { RelayStream, headerBag, type Piece } from './relay-stream.ts';
+import { nodeTls } from '../builtins.ts';
 
 /** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
 export const MAX_STREAMS = 10_000;
@@ -194,7 +195,7 @@ export class RelayConnection {
   private connect(): void {
     const { target } = this.opts;
     const up = target.tls
-      ? tls.connect({ host: target.host, port: target.port, ALPNProtocols: ['h2'], servername: net.isIP(target.host) ? undefined : target.host, ca: this.opts.upstreamCa })
+      ? nodeTls().connect({ host: target.host, port: target.port, ALPNProtocols: ['h2'], servername: net.isIP(target.host) ? undefined : target.host, ca: this.opts.upstreamCa })
       : net.connect({ host: target.host, port: target.port });
     this.up = up;
     up.setNoDelay(true);

@@ -2,7 +2,8 @@
 // the translating forwarders read a whole request body, answer with headers,
 // write, end — and hear once whether the caller got the whole answer or left.
 import type http from 'node:http';
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
+import { Http2Error } from '../protocol/reset-codes.ts';
 
 export interface Caller {
   readonly headers: http.IncomingHttpHeaders;
@@ -97,8 +98,8 @@ export function h2Caller(stream: http2.ServerHttp2Stream, headers: http2.Incomin
       return stream.headersSent;
     },
     onDone(cb) {
-      stream.once('close', () => cb(ended && stream.rstCode === http2.constants.NGHTTP2_NO_ERROR, stream.rstCode));
+      stream.once('close', () => cb(ended && stream.rstCode === Http2Error.NO_ERROR, stream.rstCode));
     },
-    abort: () => stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR),
+    abort: () => stream.close(Http2Error.INTERNAL_ERROR),
   };
 }

@@ -3,7 +3,7 @@
 // back whole, and the call ends with one status however it ends — from the
 // trailers, a trailers-only header block, the HTTP status, a reset, or an
 // upstream that could not be reached.
-import http2 from 'node:http2';
+import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Call } from '../proxy/call.ts';
 import { now } from '../clock.ts';

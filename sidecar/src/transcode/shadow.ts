@@ -6,8 +6,7 @@
 // up to MAX_BODY each way; a call with a larger body, a streaming call, or one
 // that did not complete is not mirrored.
 import http from 'node:http';
-import http2 from 'node:http2';
-import https from 'node:https';
+import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { Call } from '../proxy/call.ts';
@@ -18,6 +17,8 @@ import { rpcMethodFromPath } from '../route/rpc-method.ts';
 import { firstDifference, type Answer } from './shadow-compare.ts';
 import { ShadowMetrics, type ShadowResult } from './shadow-metrics.ts';
 import type { TranscodeTable } from './transcode-table.ts';
+import { nodeHttp2, nodeHttps } from '../builtins.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
 
 /** The largest request or response body held for a mirror. */
 const MAX_BODY = 1024 * 1024;
@@ -71,7 +72,7 @@ export class Shadow {
     private readonly ca: Buffer | undefined,
   ) {
     this.guard = new MethodGuard(maxOperations);
-    this.agent = target.tls ? new https.Agent({ keepAlive: true, ca }) : new http.Agent({ keepAlive: true });
+    this.agent = target.tls ? new (nodeHttps().Agent)({ keepAlive: true, ca }) : new http.Agent({ keepAlive: true });
   }
 
   /** Hold what passes through `call`'s tap and mirror it once the call has ended. */
@@ -178,7 +179,7 @@ export class Shadow {
   private sendRest(method: string, path: string, headers: Headers, body: Buffer): Promise<Answer> {
     return new Promise((resolve, reject) => {
       const out = { ...this.outHeaders(headers), host: this.target.authority, ...(body.length > 0 || !['GET', 'HEAD'].includes(method) ? { 'content-length': String(body.length) } : {}) };
-      const req = (this.target.tls ? https : http).request({ host: this.target.host, port: this.target.port, method, path, headers: out, agent: this.agent, timeout: SHADOW_TIMEOUT_MS, ca: this.ca }, (res) => {
+      const req = (this.target.tls ? nodeHttps() : http).request({ host: this.target.host, port: this.target.port, method, path, headers: out, agent: this.agent, timeout: SHADOW_TIMEOUT_MS, ca: this.ca }, (res) => {
         const held = new Held();
         res.on('data', (chunk: Buffer) => held.push(chunk));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, statusName: 'status', body: held.body, json: isJson(res.headers['content-type']) }));
@@ -194,7 +195,7 @@ export class Shadow {
 
   private grpcSession(): http2.ClientHttp2Session {
     if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
-    const session = http2.connect(this.target.href, { ca: this.ca });
+    const session = nodeHttp2().connect(this.target.href, { ca: this.ca });
     session.on('error', () => {});
     session.on('close', () => {
       if (this.session === session) this.session = undefined;
@@ -219,7 +220,7 @@ export class Shadow {
         const s = h['grpc-status'];
         if (s !== undefined) status = Number(s);
       };
-      stream.setTimeout(SHADOW_TIMEOUT_MS, () => stream.close(http2.constants.NGHTTP2_CANCEL));
+      stream.setTimeout(SHADOW_TIMEOUT_MS, () => stream.close(Http2Error.CANCEL));
       stream.on('response', readStatus);
       stream.on('trailers', readStatus);
       stream.on('data', (chunk: Buffer) => held.push(chunk));
