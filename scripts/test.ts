@@ -85,7 +85,7 @@ results.push(await step('node:test suites', () => nodeTests(allTests)));
 // data plane run once more on the terminating path (--data-plane terminate),
 // which users can choose and which outbound mode, transcoding and HTTP/1.1
 // upstreams always take.
-const TERMINATE_SUITES = [/^sidecar\/test\/proxy\//, /^test\/acceptance\//, /^test\/reliability\/(faults-|h2-abuse|slow-clients|h1-)/];
+const TERMINATE_SUITES = [/^sidecar\/test\/proxy\//, /^test\/acceptance\//, /^test\/reliability\/(faults-|h2-abuse|grpc-bad-input|slow-clients|h1-)/];
 results.push(
   await step('node:test suites, terminating data plane', () =>
     nodeTests(

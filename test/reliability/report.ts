@@ -62,6 +62,7 @@ function machine(): string[] {
     `- CPU: ${cpus[0]?.model.trim() ?? 'unknown'}, ${cpus.length} cores`,
     `- memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
     `- Node.js: ${process.version}`,
+    `- sidecar data plane for inbound HTTP/2: ${process.env.RPCSCOPE_DATA_PLANE ?? 'relay'} (${process.env.RPCSCOPE_DATA_PLANE ? 'RPCSCOPE_DATA_PLANE' : 'the default; RPCSCOPE_DATA_PLANE=terminate for the other'})`,
     `- OS: ${release ?? os.type()} (kernel ${os.release()}, ${os.arch()})`,
     `- load average when the run began: ${os.loadavg().map((l) => l.toFixed(2)).join(', ')} (the machine may be shared: figures of time are what it gave)`,
   ];
