@@ -14,6 +14,12 @@ import type Http2 from 'node:http2';
 import type Https from 'node:https';
 import type Tls from 'node:tls';
 
-export const nodeHttp2 = (): typeof Http2 => process.getBuiltinModule('node:http2');
-export const nodeTls = (): typeof Tls => process.getBuiltinModule('node:tls');
-export const nodeHttps = (): typeof Https => process.getBuiltinModule('node:https');
+// Each is looked up once and kept: callers on a call's path (an https:// upstream's
+// request) pay a field read.
+let http2: typeof Http2 | undefined;
+let tls: typeof Tls | undefined;
+let https: typeof Https | undefined;
+
+export const nodeHttp2 = (): typeof Http2 => (http2 ??= process.getBuiltinModule('node:http2'));
+export const nodeTls = (): typeof Tls => (tls ??= process.getBuiltinModule('node:tls'));
+export const nodeHttps = (): typeof Https => (https ??= process.getBuiltinModule('node:https'));

@@ -10,6 +10,7 @@ import type http2 from 'node:http2';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
+import { Flag } from '../relay/frame-types.ts';
 import { now } from '../clock.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ProxyContext } from './context.ts';
@@ -20,7 +21,6 @@ import type { PooledSession } from './h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
 import type { RetryReason } from './upstream-retries.ts';
 
-const END_STREAM = 0x1 /* END_STREAM, RFC 9113 §6.2 */;
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
 const PEER_RESET = 'ERR_HTTP2_STREAM_ERROR';
 /** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */
@@ -219,7 +219,7 @@ class H2Forward {
     const out: http2.OutgoingHttpHeaders = { ':status': status };
     if (raw) fieldsFromRaw(raw, out as Record<string, string | string[]>, true);
     else filterH2Headers(h, out as Record<string, string | string[]>);
-    const trailersOnly = (flags & END_STREAM) !== 0;
+    const trailersOnly = (flags & Flag.END_STREAM) !== 0;
     if (trailersOnly) this.response = 'ended';
     else if (this.response === 'pending') this.response = 'streaming';
     this.stream.respond(out, trailersOnly ? TRAILERS_ONLY : WITH_TRAILERS);
