@@ -54,12 +54,25 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
   let upstreamOpened = false;
   let upstreamLength: string | undefined;
 
+  const headers = withTraceparent(filterRawHeaders(req.rawHeaders), call.traceparent);
+  // Transfer-Encoding is hop-by-hop and was taken off, but a body without
+  // Content-Length (the caller sent it chunked) must still be framed toward the app.
+  // Node's client chunks a body unasked only for methods other than GET, HEAD,
+  // DELETE, OPTIONS, TRACE and CONNECT; theirs it writes bare, and a keep-alive app
+  // reads those bytes as the next request on the connection (request smuggling).
+  // Naming the coding makes Node chunk the body whatever the method. Node's parser
+  // has already refused Content-Length with Transfer-Encoding, and any coding list
+  // that does not end in chunked; the caller's list goes on as it came, since Node
+  // removed only the chunked framing and the body still carries any coding before it.
+  const codings = req.headers['transfer-encoding'];
+  if (codings !== undefined && req.headers['content-length'] === undefined) headers.push('Transfer-Encoding', codings);
+
   const upReq = (target.tls ? nodeHttps() : http).request({
     host: target.host,
     port: target.port,
     method,
     path: url,
-    headers: withTraceparent(filterRawHeaders(req.rawHeaders), call.traceparent),
+    headers,
     agent: ctx.h1.get(target),
     setHost: false,
     ...(target.tls ? { servername: target.host } : {}),
