@@ -98,3 +98,18 @@ export function goawayCodes(frames: ReadFrame[]): number[] {
 export function resets(frames: ReadFrame[]): Map<number, number> {
   return new Map(frames.filter((f) => f.type === FRAME.RST_STREAM).map((f) => [f.streamId, f.payload.readUInt32BE(0)]));
 }
+
+/** A literal field with incremental indexing, new name (RFC 7541 §6.2.1): the decoder adds it to its dynamic table. */
+export function indexedLiteral(name: string, value: string): Buffer {
+  return Buffer.concat([Buffer.from([0x40]), hpackInt(name.length, 7, 0), Buffer.from(name, 'latin1'), hpackInt(value.length, 7, 0), Buffer.from(value, 'latin1')]);
+}
+
+/** A block split into HEADERS and CONTINUATIONs of at most `size` octets, END_HEADERS on the last. */
+export function headerBlockFrames(streamId: number, block: Buffer, endStream: boolean, size = 16_384): Buffer[] {
+  const frames: Buffer[] = [];
+  for (let at = 0; at < block.length || at === 0; at += size) {
+    const last = at + size >= block.length;
+    frames.push(frame(at === 0 ? FRAME.HEADERS : FRAME.CONTINUATION, (at === 0 && endStream ? FLAG.END_STREAM : 0) | (last ? FLAG.END_HEADERS : 0), streamId, block.subarray(at, at + size)));
+  }
+  return frames;
+}

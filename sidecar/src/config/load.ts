@@ -33,6 +33,8 @@ export interface Config {
   resolveIntervalMs: number;
   dnsServer: HostPort | undefined;
   balance: 'round_robin' | 'least_request' | 'ewma' | 'sticky';
+  /** Client connections open at once on the proxy port; 0 means no limit. */
+  maxConnections: number;
   /** Each of these three: 0 means no limit. */
   firstByteTimeoutMs: number;
   requestHeadersTimeoutMs: number;
@@ -274,6 +276,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     resolveIntervalMs: Math.max(100, v.get('resolve-interval') as number),
     dnsServer: v.get('dns-server') as HostPort | undefined,
     balance: v.get('balance') as Config['balance'],
+    maxConnections: v.get('max-connections') as number,
     firstByteTimeoutMs: v.get('first-byte-timeout') as number,
     requestHeadersTimeoutMs: v.get('request-headers-timeout') as number,
     idleTimeoutMs: v.get('idle-timeout') as number,

@@ -79,6 +79,8 @@ const SESSION_WINDOW = 16 * 1024 * 1024;
 const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
 /** After its 400, 405, 408 or 431, how long a client has to read it before its socket is destroyed. */
 const REFUSED_LINGER_MS = 1000;
+/** Connections closed past --max-connections are logged at most once per this interval, with the count since. */
+const OVER_LIMIT_LOG_MS = 10_000;
 
 export class ProxyListener {
   private readonly server: net.Server;
@@ -97,6 +99,9 @@ export class ProxyListener {
   private readonly timeouts: ConnectionTimeouts;
   /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
   private readonly relays: RelaySet | undefined;
+  /** When a connection closed past --max-connections was last logged, and how many were closed since without a line. */
+  private overLimitLoggedAt = -Infinity;
+  private overLimitUnlogged = 0;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number, private readonly forward: Forwarders) {
     const { firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs } = ctx.config;
@@ -143,6 +148,14 @@ export class ProxyListener {
       // algorithm the body waits for the client's delayed ACK, ~40 ms on every keep-alive call.
       this.server = net.createServer({ noDelay: true }, (socket) => sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy()), firstByteTimeoutMs, timedOut));
     }
+    // --max-connections: past it Node closes a new connection as it accepts it, before
+    // reading a byte or making anything for it (net.Server's maxConnections, which
+    // counts TCP connections under TLS too), and tells of it with 'drop'. Without it
+    // Node accepts until the process runs out of file descriptors or memory.
+    if (ctx.config.maxConnections > 0) {
+      this.server.maxConnections = ctx.config.maxConnections;
+      this.server.on('drop', () => this.overLimit());
+    }
   }
 
   private h2(): http2.Http2Server {
@@ -167,6 +180,22 @@ export class ProxyListener {
         // Already counted; whatever is left of the connection closes with its socket.
       }
     }
+  }
+
+  /** A connection came past --max-connections and was closed unread: counted, and logged now and then. */
+  private overLimit(): void {
+    this.ctx.faults.connectionOverLimit();
+    const t = Date.now();
+    if (t - this.overLimitLoggedAt < OVER_LIMIT_LOG_MS) {
+      this.overLimitUnlogged++;
+      return;
+    }
+    this.ctx.log.warn('client connection closed unread: --max-connections are open', {
+      maxConnections: this.ctx.config.maxConnections,
+      ...(this.overLimitUnlogged > 0 ? { alsoSinceLastLog: this.overLimitUnlogged } : {}),
+    });
+    this.overLimitLoggedAt = t;
+    this.overLimitUnlogged = 0;
   }
 
   /** Answers a request the proxy will not forward, and closes its connection. */

@@ -4,7 +4,8 @@
 // the client connections the sidecar cut for misbehaving (a rapid-reset flood, a
 // client too slow or silent).
 // Counts are plain numbers on the hot path; the metrics observer reads them at
-// scrape time (rpcscope_internal_errors_total, rpcscope_connections_terminated_total).
+// scrape time (rpcscope_internal_errors_total, rpcscope_connections_terminated_total,
+// rpcscope_upstream_queue_overflow_total, rpcscope_connections_overflow_total).
 import type { Logger } from '../log.ts';
 import { sourceStack } from '../source-stack.ts';
 
@@ -21,7 +22,7 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  * - `control_frame_flood`: nghttp2 found 1000 ACKs queued that the client did not
  *   read (a flood past the budgets, or a client that never reads); GOAWAY ENHANCE_YOUR_CALM.
  * - `continuation_flood`: a header block went on in more CONTINUATION frames than
- *   allowed (nghttp2: 8; the relay: 32; the CVE-2024-27316 shape); GOAWAY ENHANCE_YOUR_CALM.
+ *   allowed (8, as nghttp2 allows; the CVE-2024-27316 shape); GOAWAY ENHANCE_YOUR_CALM.
  * - `protocol_error`: Node's HTTP/2 layer ended the session with another HTTP/2 error
  *   (nghttp2's own reset rate limit sends GOAWAY INTERNAL_ERROR; invalid frames).
  * - `first_byte_timeout`: the connection did not show its protocol in time (no TLS
@@ -38,6 +39,17 @@ export type FaultSite = (typeof FAULT_SITES)[number];
 export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request', 'window_update_flood', 'priority_flood', 'empty_frame_flood', 'stream_limit'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
 
+/**
+ * Why the relay refused a client's new stream (REFUSED_STREAM, which the client
+ * may send again) though the app would have taken it:
+ * - `stream_limit`: 1000 streams already open on the connection, the terminating
+ *   path's limit, whatever the app advertised.
+ * - `memory_budget`: the connection's open streams' header lists and held request
+ *   bodies already near 10 MiB (relay/relay-connection.ts, MAX_RETAINED_BYTES).
+ */
+export const STREAM_REFUSAL_REASONS = ['stream_limit', 'memory_budget'] as const;
+export type StreamRefusalReason = (typeof STREAM_REFUSAL_REASONS)[number];
+
 /** A site logs its first fault with the stack, then at most once per interval with the count since. */
 const LOG_INTERVAL_MS = 60_000;
 
@@ -51,6 +63,8 @@ export class Faults {
   private readonly sites = new Map<FaultSite, SiteState>(FAULT_SITES.map((s) => [s, { count: 0, loggedAt: -Infinity, unlogged: 0 }]));
   private readonly terminations = new Map<TerminationReason, number>(TERMINATION_REASONS.map((r) => [r, 0]));
   private queueOverflows = 0;
+  private connectionOverflows = 0;
+  private readonly refusals = new Map<StreamRefusalReason, number>(STREAM_REFUSAL_REASONS.map((r) => [r, 0]));
 
   constructor(private readonly log: Logger, private readonly clock: () => number = Date.now) {}
 
@@ -81,6 +95,24 @@ export class Faults {
 
   upstreamQueueOverflows(): number {
     return this.queueOverflows;
+  }
+
+  /** The relay refused a client's new stream for `reason`. */
+  streamRefused(reason: StreamRefusalReason): void {
+    this.refusals.set(reason, this.refusals.get(reason)! + 1);
+  }
+
+  streamsRefused(): ReadonlyMap<StreamRefusalReason, number> {
+    return this.refusals;
+  }
+
+  /** A client connection found --max-connections open: it was closed as it was accepted, unread. */
+  connectionOverLimit(): void {
+    this.connectionOverflows++;
+  }
+
+  connectionsOverLimit(): number {
+    return this.connectionOverflows;
   }
 
   connectionTerminated(reason: TerminationReason): void {

@@ -21,8 +21,10 @@
 // | DATA, HEADERS, CONTINUATION with | 1 in a row (Envoy: max_consecutive_inbound_  | `empty_frame_flood`     |
 // | nothing but padding in them and  | frames_with_empty_payload = 1)               |                         |
 // | no END_STREAM                    |                                              |                         |
-// | CONTINUATION (§6.10)             | 32 in one header block, and the block within | `continuation_flood`    |
-// |                                  | the relay's 256 KiB cap (CVE-2024-27316)     |                         |
+// | CONTINUATION (§6.10)             | 8 in one header block (nghttp2's limit, so   | `continuation_flood`    |
+// |                                  | no block the app would refuse gets through), |                         |
+// |                                  | and the block within the relay's 256 KiB cap |                         |
+// |                                  | (CVE-2024-27316)                             |                         |
 //
 // https://www.rfc-editor.org/rfc/rfc9113#section-6 ·
 // https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/core/v3/protocol.proto
@@ -33,7 +35,7 @@
 // acknowledged (the app's, relayed to it) are counted here too (`stream_limit`).
 import type { TerminationReason } from '../observe/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../listen/control-frame-budget.ts';
-import { MAX_HEADER_LIST_SIZE, headerListSize } from '../listen/header-list-size.ts';
+import { MAX_HEADER_LIST_SIZE } from '../listen/header-list-size.ts';
 import { DEFAULT_MAX_HEADER_BLOCK } from './frame-parser.ts';
 import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
 import { dataFrame, headersFrame } from './frame-writer.ts';
@@ -42,7 +44,7 @@ export const INBOUND_FRAME_LIMITS = {
   windowUpdatesPerDataFrameSent: 10,
   priorityFramesPerStream: 100,
   consecutiveEmptyFrames: 1,
-  continuationsPerBlock: 32,
+  continuationsPerBlock: 8,
 } as const;
 
 /** SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §6.5.2). */
@@ -211,15 +213,6 @@ export class ClientFrameBudget {
     if (content > 0 || (this.type !== FrameType.CONTINUATION && this.flags & Flag.END_STREAM)) this.emptyInARow = 0;
     else if (++this.emptyInARow > INBOUND_FRAME_LIMITS.consecutiveEmptyFrames) this.tripped = EMPTY_FRAME_FLOOD;
   }
-}
-
-/**
- * A request header list (decoded, as name, value, name, value…) over the size the
- * terminating path answers 431 for (listen/header-list-size.ts): the relay gives the
- * same answer, whatever limit the app advertised, and never makes it a call.
- */
-export function overHeaderListSize(list: string[]): boolean {
-  return headerListSize({}, list) > MAX_HEADER_LIST_SIZE;
 }
 
 const REFUSAL_FIELDS: [string, string][] = [

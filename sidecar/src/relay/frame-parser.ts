@@ -8,7 +8,7 @@
 // preface and of every frame but a header block's goes to `pass`, in order and
 // unchanged; a header block's frames go nowhere, and the sink, which hears of
 // the block once whole, writes it anew at that point of the stream.
-import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
+import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from './frame-types.ts';
 
 export interface FrameSink {
   /** A complete header block: HEADERS (or PUSH_PROMISE) and its CONTINUATIONs. `flags` are the first frame's. */
@@ -41,11 +41,22 @@ function isHeaderBlock(type: number): boolean {
 }
 
 const PROTOCOL_ERROR = 0x1;
+const FLOW_CONTROL_ERROR = 0x3;
 const FRAME_SIZE_ERROR = 0x6;
 const ENHANCE_YOUR_CALM = 0xb;
 
-/** The largest frame payload the 24-bit length can state (§4.1); the peer's SETTINGS decide the real cap. */
-const MAX_PAYLOAD = 0xffffff;
+/**
+ * SETTINGS values no endpoint may send (RFC 9113 §6.5.2), and the connection
+ * error each is. The relay ends the connection itself rather than pass them on:
+ * an app that read one would GOAWAY the whole upstream connection, every other
+ * call of the client on it with it.
+ */
+function invalidSetting(id: number, value: number): FrameError | undefined {
+  if (id === Setting.ENABLE_PUSH && value > 1) return new FrameError(PROTOCOL_ERROR, `SETTINGS_ENABLE_PUSH ${value}: only 0 or 1 (RFC 9113 §6.5.2)`);
+  if (id === Setting.INITIAL_WINDOW_SIZE && value > MAX_WINDOW) return new FrameError(FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${value} over 2^31-1 (RFC 9113 §6.5.2)`);
+  if (id === Setting.MAX_FRAME_SIZE && (value < DEFAULT_MAX_FRAME_SIZE || value > LARGEST_FRAME_SIZE)) return new FrameError(PROTOCOL_ERROR, `SETTINGS_MAX_FRAME_SIZE ${value} outside 2^14 to 2^24-1 (RFC 9113 §6.5.2)`);
+  return undefined;
+}
 /** Default cap on a header block (HEADERS + CONTINUATIONs): CONTINUATION floods end the connection here. */
 export const DEFAULT_MAX_HEADER_BLOCK = 256 * 1024;
 
@@ -76,6 +87,10 @@ export class FrameParser {
   private padding = 0;
   private payload: Buffer = Buffer.alloc(0);
   private payloadFill = 0;
+  /** How much of the current frame's payload is read whole (a GOAWAY's: its first 8 bytes). */
+  private wholeLength = 0;
+  /** Payload bytes after the part read whole, skipped unread (a GOAWAY's debug data). */
+  private skipAfter = 0;
   /** A header block waiting for its CONTINUATIONs. */
   private blockStream = 0;
   private blockFlags = 0;
@@ -84,6 +99,12 @@ export class FrameParser {
   private blockSize = 0;
   /** Translate mode: the current frame's bytes go to `pass`. */
   private passing: boolean;
+  /**
+   * The largest frame this side may send: the receiver's SETTINGS_MAX_FRAME_SIZE
+   * (RFC 9113 §4.2). A larger frame is a FRAME_SIZE_ERROR; the relay raises it as
+   * the receiver's SETTINGS pass.
+   */
+  maxFrameSize = LARGEST_FRAME_SIZE;
 
   /**
    * @param expectPreface the client's direction: the connection preface comes first
@@ -163,7 +184,7 @@ export class FrameParser {
         }
         case Phase.Payload: {
           const take = Math.min(this.remaining, n - i);
-          if (this.payloadFill === 0 && take === this.length) {
+          if (this.payloadFill === 0 && take === this.wholeLength) {
             // The whole payload is in this piece: no copy.
             this.remaining = 0;
             i += take;
@@ -220,6 +241,7 @@ export class FrameParser {
     this.flags = flags;
     this.streamId = streamId;
     this.remaining = length;
+    if (length > this.maxFrameSize) throw new FrameError(FRAME_SIZE_ERROR, `a frame of ${length} octets, over the SETTINGS_MAX_FRAME_SIZE of ${this.maxFrameSize} (RFC 9113 §4.2)`);
     if (this.blockStream !== 0 && (type !== FrameType.CONTINUATION || streamId !== this.blockStream)) {
       throw new FrameError(PROTOCOL_ERROR, 'a header block interrupted before END_HEADERS (RFC 9113 §6.10)');
     }
@@ -251,8 +273,9 @@ export class FrameParser {
         return this.readWhole(length);
       case FrameType.GOAWAY:
         if (length < 8) throw new FrameError(FRAME_SIZE_ERROR, 'GOAWAY shorter than 8 bytes');
-        // Only the first 8 bytes are read; the debug data is relayed, never kept.
-        return this.readWhole(length);
+        // Only the first 8 bytes are read; the debug data (up to 16 MiB) is relayed, never kept.
+        this.skipAfter = length - 8;
+        return this.readWhole(8);
       case FrameType.WINDOW_UPDATE:
         if (length !== 4) throw new FrameError(FRAME_SIZE_ERROR, 'WINDOW_UPDATE length is not 4');
         return this.readWhole(length);
@@ -266,9 +289,10 @@ export class FrameParser {
   }
 
   private readWhole(length: number): void {
-    if (length > MAX_PAYLOAD) throw new FrameError(FRAME_SIZE_ERROR, 'frame too large');
     this.phase = Phase.Payload;
     this.payloadFill = 0;
+    this.wholeLength = length;
+    this.remaining = length;
     if (length === 0) return this.endPayload(Buffer.alloc(0));
     if (this.payload.length < length) this.payload = Buffer.allocUnsafe(Math.max(length, 1024));
   }
@@ -287,11 +311,17 @@ export class FrameParser {
 
   private endSkip(): void {
     this.phase = Phase.Header;
-    if (this.type !== FrameType.DATA) this.sink.other(this.type, this.flags, this.streamId, this.length);
+    if (this.type !== FrameType.DATA && this.type !== FrameType.GOAWAY) this.sink.other(this.type, this.flags, this.streamId, this.length);
   }
 
   private endPayload(p: Buffer): void {
     this.phase = Phase.Header;
+    if (this.skipAfter > 0) {
+      // The rest of the payload is skipped once the sink has read the part that matters.
+      this.phase = Phase.Skip;
+      this.remaining = this.skipAfter;
+      this.skipAfter = 0;
+    }
     const { type, flags, streamId } = this;
     switch (type) {
       case FrameType.HEADERS:
@@ -321,6 +351,10 @@ export class FrameParser {
         return this.sink.rstStream(streamId, p.readUInt32BE(0), p);
       case FrameType.SETTINGS:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'SETTINGS on a stream');
+        for (let i = 0; i + 6 <= p.length; i += 6) {
+          const invalid = invalidSetting(p.readUInt16BE(i), p.readUInt32BE(i + 2));
+          if (invalid) throw invalid;
+        }
         return this.sink.settings(flags, p);
       case FrameType.GOAWAY:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'GOAWAY on a stream');

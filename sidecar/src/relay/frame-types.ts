@@ -33,9 +33,17 @@ export const Flag = {
 /** Settings the relay follows, RFC 9113 §6.5.2. */
 export const Setting = {
   HEADER_TABLE_SIZE: 0x1,
+  ENABLE_PUSH: 0x2,
   INITIAL_WINDOW_SIZE: 0x4,
   MAX_FRAME_SIZE: 0x5,
 } as const;
+
+/** SETTINGS_MAX_FRAME_SIZE's initial value, and the least a peer may set (RFC 9113 §6.5.2). */
+export const DEFAULT_MAX_FRAME_SIZE = 16_384;
+/** The largest SETTINGS_MAX_FRAME_SIZE (§6.5.2): what the 24-bit length can state. */
+export const LARGEST_FRAME_SIZE = 0xffffff;
+/** The largest flow-control window (§6.9.1), and so SETTINGS_INITIAL_WINDOW_SIZE (§6.5.2). */
+export const MAX_WINDOW = 0x7fffffff;
 
 /** Flow-control windows start at 65,535 octets (RFC 9113 §6.9.2); SETTINGS_INITIAL_WINDOW_SIZE changes a stream's. */
 export const DEFAULT_WINDOW = 65_535;

@@ -31,6 +31,7 @@ export class HpackDecoder {
   private size = 0;
   private maxSize: number;
   private readonly out: HeaderList = [];
+  private listOctets = 0;
   /**
    * The fields of the last block sent as never indexed (§6.2.3), by position
    * (0 for the first field): a block written anew must keep them so (§6.2.3).
@@ -40,9 +41,25 @@ export class HpackDecoder {
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
    * peer's SETTINGS_HEADER_TABLE_SIZE (raise it with `setLimit` as SETTINGS pass).
+   * @param maxListSize the largest header list (§4.1 sizes) a decode returns in
+   * full. Each 1-octet reference to a 4 KB table entry decodes to 4 KB, so a
+   * block's list can be 4,000 times the block; past the cap the rest of the block
+   * is still read (the table must stay in step) but no field is added, and
+   * `overflowed` says the list is cut. Whoever writes a block anew from the list
+   * checks it first.
    */
-  constructor(private limit = DEFAULT_TABLE_SIZE) {
+  constructor(private limit = DEFAULT_TABLE_SIZE, private readonly maxListSize = Infinity) {
     this.maxSize = limit;
+  }
+
+  /** Whether the last block's header list went past `maxListSize` (the list returned holds the fields before it). */
+  get overflowed(): boolean {
+    return this.listOctets > this.maxListSize;
+  }
+
+  /** The size of the last block's header list (RFC 7541 §4.1: name + value + 32 a field), counted past the cap too. */
+  get listSize(): number {
+    return this.listOctets;
   }
 
   setLimit(limit: number): void {
@@ -68,6 +85,7 @@ export class HpackDecoder {
   decode(block: Uint8Array): HeaderList {
     const out = this.out;
     out.length = 0;
+    this.listOctets = 0;
     this.neverIndexed.length = 0;
     let i = 0;
     const end = block.length;
@@ -84,8 +102,7 @@ export class HpackDecoder {
       } else if (b & 0x40) {
         // §6.2.1 literal with incremental indexing.
         i = this.literal(block, i, 6, out);
-        const n = out.length;
-        this.insert(out[n - 2]!, out[n - 1]!);
+        this.insert(literalName, literalValue);
         headerSeen = true;
       } else if (b & 0x20) {
         // §6.3 dynamic table size update: only before the first field of a block (§4.2).
@@ -109,13 +126,18 @@ export class HpackDecoder {
   private pushIndexed(out: HeaderList, index: number): void {
     if (index <= STATIC_LENGTH) {
       const e = STATIC_TABLE[index]!;
-      out.push(e[0], e[1]);
-      return;
+      return this.emit(out, e[0], e[1]);
     }
     const d = index - STATIC_LENGTH - 1;
     if (d >= this.count) throw new HpackError(`index ${index} beyond the dynamic table`);
     const at = (this.head + d) & (this.names.length - 1);
-    out.push(this.names[at]!, this.values[at]!);
+    this.emit(out, this.names[at]!, this.values[at]!);
+  }
+
+  /** Adds a field to the list while the list is within its cap. */
+  private emit(out: HeaderList, name: string, value: string): void {
+    this.listOctets += name.length + value.length + ENTRY_OVERHEAD;
+    if (this.listOctets <= this.maxListSize) out.push(name, value);
   }
 
   private nameAt(index: number): string {
@@ -130,7 +152,9 @@ export class HpackDecoder {
     const index = readInt(block, i, prefix);
     const name = index === 0 ? readString(block, cursor) : this.nameAt(index);
     const value = readString(block, cursor);
-    out.push(name, value);
+    literalName = name;
+    literalValue = value;
+    this.emit(out, name, value);
     return cursor;
   }
 
@@ -176,6 +200,9 @@ export class HpackDecoder {
 
 /** Where the last readInt or readString stopped: a module variable rather than a returned tuple, so that reading allocates nothing. */
 let cursor = 0;
+/** The last literal field read, likewise (the list may no longer take it). */
+let literalName = '';
+let literalValue = '';
 
 /** §5.1 integer with an N-bit prefix, from offset `i`; leaves `cursor` after it. */
 function readInt(block: Uint8Array, i: number, prefix: number): number {

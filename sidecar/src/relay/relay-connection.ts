@@ -30,17 +30,31 @@ import type { PooledSession } from '../proxy/h2-session-pool.ts';
 import { fieldsFromRaw } from '../proxy/hop-by-hop.ts';
 import { RETRY_BODY_LIMIT, type RetryReason } from '../proxy/upstream-retries.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
-import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal, overHeaderListSize } from './frame-budget.ts';
+import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal } from './frame-budget.ts';
+import { MAX_HEADER_LIST_SIZE } from '../listen/header-list-size.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
-import { DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from './frame-types.ts';
+import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from './frame-types.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, encodeLiteralBlock, frame, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError, type HeaderList } from './hpack-decoder.ts';
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
 import { RelayStream, headerBag, type Piece } from './relay-stream.ts';
 import { nodeTls } from '../builtins.ts';
 
-/** Streams observed at once on one connection; past it the client is cut (ENHANCE_YOUR_CALM). */
-export const MAX_STREAMS = 10_000;
+/**
+ * Streams relayed at once on one connection, whatever the app allows: the
+ * terminating path's SETTINGS_MAX_CONCURRENT_STREAMS (listen/listener.ts). The
+ * client was told the app's limit, not this one, so a stream past it is refused
+ * (REFUSED_STREAM, which clients retry) rather than taken for a protocol error.
+ */
+export const MAX_STREAMS = 1000;
+/**
+ * Request header lists and held request bodies (kept while a call may be sent
+ * again) one connection may have the relay keep, as nghttp2 bounds a session's
+ * memory (Node's maxSessionMemory, 10 MB): a stream that would go past it is
+ * refused (REFUSED_STREAM), and a body that would is no longer held (its call
+ * is then not sent again).
+ */
+export const MAX_RETAINED_BYTES = 10 * 1024 * 1024;
 /** The largest stream id (RFC 9113 §5.1.1). */
 const MAX_STREAM_ID = 0x7fffffff;
 /** Between the two GOAWAYs: time for streams the client sent before the first to arrive (no PING: its ACK would reach the upstream). */
@@ -51,8 +65,6 @@ const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const LOCAL_ANSWER_MS = 1000;
 /** How long a connection the relay closes stays half-open for the client to read its last frames. */
 const LOCAL_CLOSE_MS = 1000;
-/** SETTINGS_MAX_FRAME_SIZE's initial value (RFC 9113 §6.5.2). */
-const DEFAULT_MAX_FRAME = 16_384;
 /**
  * A frame type no one has registered, in the experimental range (RFC 9113 §11.2,
  * 0xf0-0xff): a frame turned into it in place is ignored by its receiver (§5.5).
@@ -60,6 +72,8 @@ const DEFAULT_MAX_FRAME = 16_384;
 const IGNORED_TYPE = 0xfe;
 /** An answer from another connection held for the client's windows: past it, that connection waits. */
 const MAX_OUT_BYTES = 64 * 1024;
+/** What the relay leaves unread in the client's socket of its own frames before it waits for 'drain'. */
+const CLIENT_WRITE_BOUND = 256 * 1024;
 /** Connection window the relay gives the client once the upstream that kept it is gone. */
 const DETACH_CREDIT = 64 * 1024;
 /** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */
@@ -105,10 +119,13 @@ export class RelayConnection {
   private pendingBytes = 0;
   private readonly fromClient: FrameParser;
   private readonly fromUpstream: FrameParser;
-  /** Decodes what the client encodes (requests); its table is bounded by the upstream's SETTINGS. */
-  private readonly requestHpack = new HpackDecoder();
+  /**
+   * Decodes what the client encodes (requests); its table is bounded by the
+   * upstream's SETTINGS, its lists by the size the relay answers 431 past.
+   */
+  private readonly requestHpack = new HpackDecoder(DEFAULT_TABLE_SIZE, MAX_HEADER_LIST_SIZE);
   /** Decodes what the upstream encodes (responses); bounded by the client's SETTINGS. */
-  private readonly responseHpack = new HpackDecoder();
+  private readonly responseHpack = new HpackDecoder(DEFAULT_TABLE_SIZE, MAX_HEADER_LIST_SIZE);
   private readonly streams = new Map<number, RelayStream>();
   private lastClientStream = 0;
   /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
@@ -146,7 +163,7 @@ export class RelayConnection {
   private ending: { side: ResetSide; code: number } | undefined;
   private readonly translate: boolean;
   /** The upstream's SETTINGS_MAX_FRAME_SIZE: translate mode splits the blocks it writes to fit. */
-  private upstreamMaxFrame = DEFAULT_MAX_FRAME;
+  private upstreamMaxFrame = DEFAULT_MAX_FRAME_SIZE;
   /**
    * What the client's connection window still takes (RFC 9113 §6.9.1): 65,535,
    * plus its WINDOW_UPDATEs on stream 0, less every DATA frame sent to it. DATA
@@ -174,6 +191,10 @@ export class RelayConnection {
   private debt = 0;
   /** Streams sent on another connection whose answer has pieces waiting. */
   private readonly sending = new Map<number, RelayStream>();
+  /** The data octets of the client's DATA frame being read, so far. */
+  private clientFrameData = 0;
+  /** Header lists and held bodies of the streams open, against MAX_RETAINED_BYTES. */
+  private retained = 0;
 
   constructor(private readonly opts: RelayOptions) {
     this.ctx = opts.ctx;
@@ -183,11 +204,16 @@ export class RelayConnection {
     this.translate = opts.translate;
     this.fromClient = new FrameParser(this.clientSink(), true, undefined, opts.translate ? (bytes) => this.passToUpstream(bytes) : undefined);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
+    // The client's frames are held to the app's SETTINGS_MAX_FRAME_SIZE, 16 KiB until it says otherwise.
+    this.fromClient.maxFrameSize = DEFAULT_MAX_FRAME_SIZE;
     // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
     this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
     this.down.on('close', () => this.onClientClose());
-    this.down.on('drain', () => this.up?.resume());
+    this.down.on('drain', () => {
+      this.up?.resume();
+      if (this.sending.size > 0) this.flushOut();
+    });
     this.connect();
     this.down.resume();
   }
@@ -274,11 +300,17 @@ export class RelayConnection {
    * Translate mode: the client's header block, written anew toward the upstream
    * where the client's frames were, with `traceparent` in place of the caller's.
    * Its padding and the deprecated priority fields (RFC 9113 §5.3.2) are not kept.
+   * A block whose list is over the size is never written anew (literals would
+   * turn each 1-octet reference into the field it names, thousands of times the
+   * block): it goes nowhere, and the upstream, whose table it never touches,
+   * does not hear of it. Returns whether the upstream has the block.
    */
-  private rewriteBlock(id: number, flags: number, block: Buffer, list: HeaderList, traceparent: string | undefined): void {
-    if (!this.translate) return;
+  private rewriteBlock(id: number, flags: number, block: Buffer, list: HeaderList, traceparent: string | undefined): boolean {
+    if (!this.translate) return true;
+    if (this.requestHpack.overflowed) return false;
     const encoded = encodeTableless(block.subarray(0, leadingSizeUpdates(block)), list, this.requestHpack.neverIndexed, traceparent === undefined ? undefined : ['traceparent', traceparent]);
     this.passToUpstream(headerBlockFrames(id, encoded, (flags & Flag.END_STREAM) !== 0, this.upstreamMaxFrame));
+    return true;
   }
 
   private flushToUpstream(): void {
@@ -313,6 +345,7 @@ export class RelayConnection {
       this.flushToClient();
       this.flushOut();
       this.down.uncork();
+      if (this.down.writableNeedDrain) this.up!.pause();
     } else if (!this.down.write(chunk)) this.up!.pause();
   }
 
@@ -362,34 +395,40 @@ export class RelayConnection {
         if (existing) {
           // Request trailers.
           this.rewriteBlock(id, flags, block, list, undefined);
+          if (this.requestHpack.overflowed) return this.refuseTrailers(id, existing);
           if (flags & Flag.END_STREAM) this.requestComplete(id, existing);
           return;
         }
         // A stream already over: nothing to count.
-        if (id <= this.lastClientStream) return this.rewriteBlock(id, flags, block, list, undefined);
-        if (id > this.refuseAbove || this.phase === 'lost') {
-          this.rewriteBlock(id, flags, block, list, undefined);
-          this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
-          this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
-          return;
-        }
+        if (id <= this.lastClientStream) return void this.rewriteBlock(id, flags, block, list, undefined);
+        if (id > this.refuseAbove || this.phase === 'lost') return this.refuse(id, flags, block, list);
         if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
         this.lastClientStream = id;
         // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
         if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
         // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
         // block (its table must stay in step) and is told to drop it once the bytes being read have passed.
-        if (overHeaderListSize(list)) {
+        if (this.requestHpack.overflowed) {
           if (!this.translate) this.toUpstream.push(rstStreamFrame(id, Http2Error.CANCEL));
           for (const f of headerListRefusal(id, (fields) => encodeLiteralBlock(fields, this.owedTableSize))) this.sendToClient(f);
           if (!this.frameBudget.firstHeaderListRefused()) return;
           this.ctx.faults.connectionTerminated('bad_request');
           return this.goAway();
         }
-        if (this.streams.size >= MAX_STREAMS) return this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: more streams open than the relay observes');
+        const headerBytes = this.requestHpack.listSize;
+        if (this.streams.size >= MAX_STREAMS) {
+          this.ctx.faults.streamRefused('stream_limit');
+          return this.refuse(id, flags, block, list);
+        }
+        if (this.retained + headerBytes > MAX_RETAINED_BYTES) {
+          this.ctx.faults.streamRefused('memory_budget');
+          return this.refuse(id, flags, block, list);
+        }
         const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority, this.clientInitialWindow);
         this.rewriteBlock(id, flags, block, list, stream.call.traceparent);
         this.streams.set(id, stream);
+        stream.headerBytes = headerBytes;
+        this.retained += headerBytes;
         stream.request = list.slice();
         stream.call.enforceDeadline(() => this.expire(id, stream));
         this.upConn.calls++;
@@ -405,21 +444,28 @@ export class RelayConnection {
       },
       data: (id, chunk, flags, last) => {
         const stream = this.streams.get(id);
-        const length = last ? this.fromClient.frameLength : 0;
+        // What of the frame is not data (its padding, §6.1) counts against the windows too.
+        this.clientFrameData += chunk.length;
+        const padding = last ? this.fromClient.frameLength - this.clientFrameData : 0;
+        if (last) this.clientFrameData = 0;
         // No upstream keeps the connection's window any more: the relay does.
-        if (this.phase === 'detached' && length > 0) this.sendToClient(windowUpdateFrame(0, length));
-        if (!stream) return;
+        const connection = this.phase === 'detached';
+        if (!stream || !stream.via) {
+          if (connection && chunk.length + padding > 0) this.sendToClient(windowUpdateFrame(0, chunk.length + padding));
+          if (!stream) return;
+        }
         if (chunk.length > 0) {
           stream.call.tap.requestData(chunk);
+          if (stream.body && (stream.bodyBytes + chunk.length > RETRY_BODY_LIMIT || this.retained + chunk.length > MAX_RETAINED_BYTES)) this.dropBody(stream);
+          stream.bodyBytes += chunk.length;
           if (stream.body) {
-            stream.bodyBytes += chunk.length;
-            if (stream.bodyBytes > RETRY_BODY_LIMIT) stream.body = undefined;
-            else stream.body.push(chunk);
+            stream.body.push(chunk);
+            this.retained += chunk.length;
           }
-          stream.via?.write(chunk);
+          if (stream.via) this.writeVia(id, stream.via, chunk, connection);
         }
-        // The upstream that would open this stream's window again no longer has it.
-        if (stream.via && length > 0) this.sendToClient(windowUpdateFrame(id, length));
+        // The upstream that would open this stream's window again no longer has it: the relay does.
+        if (stream.via && padding > 0) this.credit(id, padding, connection);
         if (last && flags & Flag.END_STREAM) {
           stream.via?.end();
           this.requestComplete(id, stream);
@@ -489,7 +535,7 @@ export class RelayConnection {
         const stream = this.streams.get(id);
         if (!stream || stream.via) return;
         // The upstream took the call: it is never sent again.
-        stream.body = undefined;
+        this.dropBody(stream);
         stream.request = undefined;
         stream.responseHeaders(headerBag(list), this.connectedAt);
         if (flags & Flag.END_STREAM) this.responseComplete(id, stream);
@@ -533,14 +579,19 @@ export class RelayConnection {
         this.frameBudget.upstreamSettings(payload);
         this.upstreamSpoke = true;
         this.upstreamMaxFrame = settingValue(payload, Setting.MAX_FRAME_SIZE) ?? this.upstreamMaxFrame;
+        // A client may send frames up to the new size once it has read it, before its ACK reaches the app.
+        this.fromClient.maxFrameSize = Math.max(this.fromClient.maxFrameSize, this.upstreamMaxFrame);
         const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
         if (size !== undefined) this.requestHpack.setLimit(size);
       },
       goaway: (last, code, payload) => {
         this.ctx.observer.goaway('upstream', code);
-        // The client's connection goes on, its new calls sent elsewhere: the GOAWAY is the upstream's
-        // business. Where it cannot be hidden, the client reads it and retries what it names itself.
-        const hidden = voidFrame(payload, this.upstreamPiece) && (this.upstreamLast === undefined || this.goawayHidden);
+        // A graceful GOAWAY (a restart, a max connection age) is the upstream's business: the client's
+        // connection goes on, its new calls sent elsewhere. Any other code says the connection itself
+        // went wrong, perhaps by the client's doing, and the client reads it: hiding it would let a
+        // client shed the app's limits and go on over the relay's own connections. Where a GOAWAY
+        // cannot be hidden, the client reads it and retries what it names itself.
+        const hidden = code === Http2Error.NO_ERROR && voidFrame(payload, this.upstreamPiece) && (this.upstreamLast === undefined || this.goawayHidden);
         this.goawayHidden = hidden;
         this.upstreamLast = Math.min(last, this.upstreamLast ?? MAX_STREAM_ID);
         // Streams past the last one the upstream took were never worked on.
@@ -557,6 +608,20 @@ export class RelayConnection {
       ping: () => {},
       other: () => {},
     };
+  }
+
+  /**
+   * Request trailers over the header list size (listen/header-list-size.ts): too
+   * late for a 431, so the stream is reset as nghttp2 resets one whose header list
+   * it will not take (ENHANCE_YOUR_CALM), and the upstream is told to drop it:
+   * after the block where it has it, in its place in translate mode.
+   */
+  private refuseTrailers(id: number, stream: RelayStream): void {
+    this.ctx.log.debug('request trailers over the header list size; stream reset', { peer: this.conn.peer, streamId: id });
+    this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
+    if (stream.via && !stream.via.closed) stream.via.close(Http2Error.CANCEL);
+    this.sendToClient(rstStreamFrame(id, Http2Error.ENHANCE_YOUR_CALM));
+    this.endStream(id, stream, { side: 'proxy', code: Http2Error.ENHANCE_YOUR_CALM });
   }
 
   /**
@@ -602,9 +667,28 @@ export class RelayConnection {
     if (stream.responseEnded) this.endStream(id, stream);
   }
 
+  /** A request body no longer held for sending again: its octets leave the connection's budget. */
+  private dropBody(stream: RelayStream): void {
+    if (!stream.body) return;
+    this.retained -= stream.bodyBytes;
+    stream.body = undefined;
+  }
+
+  /**
+   * A new stream the relay will not take: its HEADERS still reach the upstream
+   * where they must (its HPACK table follows the client's), then RST_STREAM
+   * CANCEL; the client gets REFUSED_STREAM, which tells it the stream was never
+   * worked on and may be sent again (RFC 9113 §8.7).
+   */
+  private refuse(id: number, flags: number, block: Buffer, list: HeaderList): void {
+    if (this.rewriteBlock(id, flags, block, list, undefined)) this.sendToUpstream(rstStreamFrame(id, Http2Error.CANCEL));
+    this.sendToClient(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
+  }
+
   private endStream(id: number, stream: RelayStream, reset?: { side: ResetSide; code: number }): void {
     if (this.streams.get(id) !== stream) return;
     this.streams.delete(id);
+    this.retained -= stream.headerBytes + (stream.body ? stream.bodyBytes : 0);
     this.upConn.active--;
     if (stream.via) {
       this.sending.delete(id);
@@ -731,12 +815,11 @@ export class RelayConnection {
       return this.answerForwarded(id, stream, `upstream unavailable: ${(err as Error).message}`);
     }
     stream.via = up;
-    // The relay's window credits for the body it now owns, held and to come.
-    if (stream.bodyBytes > 0) this.sendToClient(windowUpdateFrame(id, stream.bodyBytes));
     pooled.conn.calls++;
     pooled.conn.active++;
     if (!endStream) {
-      for (const chunk of body) up.write(chunk);
+      // The held body's window credit, stream only: the relayed upstream read those frames and kept the connection's.
+      for (const chunk of body) this.writeVia(id, up, chunk, false);
       if (stream.requestEnded) up.end();
     }
     let error: (Error & { code?: string }) | undefined;
@@ -746,7 +829,7 @@ export class RelayConnection {
     // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
     up.on('response', (h, flags, raw?: string[]) => {
       if (stream.via !== up) return;
-      stream.body = undefined;
+      this.dropBody(stream);
       stream.request = undefined;
       stream.responseHeaders(h as Record<string, string | string[]>, pooled.connectedAt);
       this.queue(id, stream, { kind: 'headers', fields: pairs(raw, h), end: (flags & Flag.END_STREAM) !== 0 });
@@ -781,6 +864,25 @@ export class RelayConnection {
     });
   }
 
+  /**
+   * Writes request body toward a call sent on a connection of the relay's own,
+   * and opens the client's windows again by as much only once that connection
+   * has taken it (its write callback): a client whose app reads nothing stops at
+   * its windows, never filling the relay. `connection`: the connection's window
+   * is the relay's to open too (detached), not the relayed upstream's.
+   */
+  private writeVia(id: number, via: http2.ClientHttp2Stream, chunk: Buffer, connection: boolean): void {
+    // Also on an error: the octets are gone either way, and the connection's window must not shrink by them.
+    via.write(chunk, () => this.credit(id, chunk.length, connection));
+  }
+
+  /** Opens the client's window for stream `id` (and the connection's, with `connection`) by `n` octets. */
+  private credit(id: number, n: number, connection: boolean): void {
+    if (this.phase === 'closed') return;
+    if (connection) this.sendToClient(windowUpdateFrame(0, n));
+    if (this.streams.has(id)) this.sendToClient(windowUpdateFrame(id, n));
+  }
+
   /** A forwarded call the relay answers UNAVAILABLE itself: no session could take it. */
   private answerForwarded(id: number, stream: RelayStream, reason: string): void {
     const { record, tap } = stream.call;
@@ -808,17 +910,24 @@ export class RelayConnection {
     this.flushOut();
   }
 
-  /** Writes the forwarded answers' pieces the client's windows take, where a frame may be added. */
+  /**
+   * Writes the forwarded answers' pieces the client's windows take, where a frame
+   * may be added, and while the client reads: a client's windows may be as large
+   * as it likes, and one that opens them and reads nothing would otherwise have
+   * the relay hold the whole answer. Past CLIENT_WRITE_BOUND octets unread, the
+   * rest waits for the socket's 'drain' (and the calls' own streams, paused at
+   * MAX_OUT_BYTES, wait with it).
+   */
   private flushOut(): void {
     if ((this.phase !== 'open' && this.phase !== 'detached') || !this.canAdd()) return;
     this.down.cork();
     this.flushToClient();
     for (const [id, stream] of this.sending) {
       let done: Piece | undefined;
-      while (stream.out.length > 0) {
+      while (stream.out.length > 0 && this.down.writableLength < CLIENT_WRITE_BOUND) {
         const p = stream.out[0]!;
         if (p.kind === 'data' && p.bytes.length > 0) {
-          const room = Math.min(this.clientConnWindow, stream.clientWindow, DEFAULT_MAX_FRAME);
+          const room = Math.min(this.clientConnWindow, stream.clientWindow, DEFAULT_MAX_FRAME_SIZE);
           if (room <= 0) break;
           const piece = p.bytes.subarray(0, room);
           const whole = piece.length === p.bytes.length;
@@ -832,7 +941,7 @@ export class RelayConnection {
             continue;
           }
         } else if (p.kind === 'data') this.down.write(dataFrame(id, p.bytes, p.end));
-        else if (p.kind === 'headers') this.down.write(headerBlockFrames(id, encodeLiteralBlock(p.fields, this.owedTableSize), p.end, DEFAULT_MAX_FRAME));
+        else if (p.kind === 'headers') this.down.write(headerBlockFrames(id, encodeLiteralBlock(p.fields, this.owedTableSize), p.end, DEFAULT_MAX_FRAME_SIZE));
         else this.down.write(rstStreamFrame(id, p.code));
         stream.out.shift();
         if (p.kind === 'rst' || p.end) done = p;
@@ -1025,7 +1134,7 @@ export class RelayConnection {
   private writeHeld(): void {
     for (let i = 0; i < this.held.length && this.clientConnWindow > 0; ) {
       const h = this.held[i]!;
-      const room = Math.min(this.clientConnWindow, h.stream.clientWindow, DEFAULT_MAX_FRAME);
+      const room = Math.min(this.clientConnWindow, h.stream.clientWindow, DEFAULT_MAX_FRAME_SIZE);
       if (room <= 0) {
         i++;
         continue;

@@ -60,7 +60,10 @@ export class RelayStream {
    */
   request: string[] | undefined;
   body: Buffer[] | undefined = [];
+  /** The request body's octets so far, held or not. */
   bodyBytes = 0;
+  /** The request header list's size (RFC 7541 §4.1), kept for the call's life. */
+  headerBytes = 0;
   /** Sent on a connection of the relay's own instead: the original upstream's frames for it are not its answer. */
   via: http2.ClientHttp2Stream | undefined;
   /** Sent a second time already: never a third. */

@@ -72,6 +72,18 @@ describe('loadConfig', () => {
     });
   }
 
+  it('takes --max-connections from the flag, RPCSCOPE_MAX_CONNECTIONS or the file, 10000 by default and 0 for no limit', () => {
+    assert.equal(config(['--upstream', 'http://x:1']).maxConnections, 10_000);
+    assert.equal(config(['--upstream', 'http://x:1', '--max-connections', '2']).maxConnections, 2);
+    assert.equal(config(['--upstream', 'http://x:1'], { RPCSCOPE_MAX_CONNECTIONS: '0' }).maxConnections, 0);
+    const file = join(mkdtempSync(join(tmpdir(), 'rpcscope-config-')), 'rpcscope.yaml');
+    writeFileSync(file, 'upstream: http://x:1\nmax-connections: 500\n');
+    assert.equal(config(['--config', file]).maxConnections, 500);
+    for (const bad of ['-1', '1.5', 'many', '1000001']) {
+      assert.throws(() => loadConfig(['--upstream', 'http://x:1', '--max-connections', bad], {}), (err: Error) => err.name === 'ConfigError' && err.message.startsWith(`--max-connections: invalid value "${bad}": expected a whole number from 0 to 1000000`), bad);
+    }
+  });
+
   it('takes the access log and its sample rate, off and every call by default', () => {
     assert.deepEqual([config(['--upstream', 'http://x:1']).accessLog, config(['--upstream', 'http://x:1']).accessLogSample], ['off', 1]);
     const c = config(['--upstream', 'http://x:1', '--access-log', join(tmpdir(), 'access.log'), '--access-log-sample=0.25']);

@@ -170,6 +170,8 @@ const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_internal_errors_total: ['counter', ['where']],
   rpcscope_connections_terminated_total: ['counter', ['reason']],
   rpcscope_upstream_queue_overflow_total: ['counter', []],
+  rpcscope_streams_refused_total: ['counter', ['reason']],
+  rpcscope_connections_overflow_total: ['counter', []],
   rpcscope_build_info: ['gauge', ['version', 'node_version', 'commit']],
 };
 

@@ -47,6 +47,13 @@ function frame(type: number, flags: number, id: number, payload: Uint8Array): Bu
   return Buffer.concat([head, payload]);
 }
 
+/** `v` moved into the range RFC 9113 §6.5.2 allows setting `k`: ENABLE_PUSH 0 or 1, MAX_FRAME_SIZE 2^14 to 2^24-1 (fc.nat() stays within INITIAL_WINDOW_SIZE's 2^31-1). */
+function validSetting(k: number, v: number): number {
+  if (k === 2) return v % 2;
+  if (k === 5) return 16_384 + (v % (0xffffff - 16_384 + 1));
+  return v;
+}
+
 const streamId = fc.integer({ min: 1, max: 9 });
 const bytes = (max: number): fc.Arbitrary<Uint8Array> => fc.uint8Array({ maxLength: max });
 /** Well-formed frames of every kind the parser tells apart, padded DATA and split header blocks among them. */
@@ -57,7 +64,7 @@ const validFrame: fc.Arbitrary<Buffer> = fc.oneof(
     Buffer.concat([frame(1, rest.length === 0 ? 4 : 0, id, first), ...rest.map((c, i) => frame(9, i === rest.length - 1 ? 4 : 0, id, c))]),
   ),
   fc.tuple(streamId, fc.nat()).map(([id, code]) => frame(3, 0, id, Buffer.from([code >>> 24, (code >>> 16) & 255, (code >>> 8) & 255, code & 255]))),
-  fc.array(fc.tuple(fc.integer({ min: 1, max: 6 }), fc.nat()), { maxLength: 5 }).map((s) => frame(4, 0, 0, Buffer.concat(s.map(([k, v]) => { const b = Buffer.alloc(6); b.writeUInt16BE(k); b.writeUInt32BE(v, 2); return b; })))),
+  fc.array(fc.tuple(fc.integer({ min: 1, max: 6 }), fc.nat()), { maxLength: 5 }).map((s) => frame(4, 0, 0, Buffer.concat(s.map(([k, v]) => { const b = Buffer.alloc(6); b.writeUInt16BE(k); b.writeUInt32BE(validSetting(k, v), 2); return b; })))),
   fc.constant(frame(4, 1, 0, Buffer.alloc(0))),
   fc.tuple(fc.nat(), bytes(8)).map(([n, p]) => frame(6, 0, 0, Buffer.concat([Buffer.alloc(4), Buffer.from([n & 255, 0, 0, 0]), p]).subarray(0, 8))),
   fc.tuple(fc.nat(), fc.nat(), bytes(10)).map(([last, code, debug]) => { const b = Buffer.alloc(8); b.writeUInt32BE(last & 0x7fffffff); b.writeUInt32BE(code, 4); return frame(7, 0, 0, Buffer.concat([b, debug])); }),

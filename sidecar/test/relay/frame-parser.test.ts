@@ -157,6 +157,39 @@ describe('frame parser', () => {
     });
   }
 
+  it('reads a GOAWAY’s first 8 octets and skips its debug data unkept, in any pieces', () => {
+    const debug = Buffer.alloc(1024 * 1024, 0x64);
+    const payload = Buffer.concat([goawayFrame(5, 0x2).subarray(9), debug]);
+    const bytes = Buffer.concat([frame(FrameType.GOAWAY, 0, 0, payload), frame(FrameType.PING, 0, 0, Buffer.alloc(8, 1))]);
+    for (const size of [bytes.length, 64 * 1024, 7]) {
+      const seen: number[] = [];
+      const { sink, events } = recorder();
+      const p = new FrameParser({ ...sink, goaway: (last, code, payload) => (seen.push(payload.length), sink.goaway(last, code, payload)) }, false);
+      for (let at = 0; at < bytes.length; at += size) p.push(bytes.subarray(at, at + size));
+      assert.deepEqual(events, [['goaway', 5, 0x2], ['ping', 0, '0101010101010101']], `pieces of ${size}`);
+      assert.deepEqual(seen, [8], 'the sink is shown the 8 octets that matter, never the debug data');
+    }
+  });
+
+  it('holds frames to the receiver’s SETTINGS_MAX_FRAME_SIZE (FRAME_SIZE_ERROR), and SETTINGS to the values RFC 9113 allows', () => {
+    const p = new FrameParser(recorder().sink, false);
+    p.maxFrameSize = 16_384;
+    p.push(frame(FrameType.DATA, 0, 1, Buffer.alloc(16_384)));
+    assert.throws(() => p.push(frame(FrameType.DATA, 0, 1, Buffer.alloc(16_385))), (err: FrameError) => err.h2Code === 0x6);
+    const setting = (id: number, value: number): Buffer => {
+      const b = Buffer.alloc(6);
+      b.writeUInt16BE(id, 0);
+      b.writeUInt32BE(value, 2);
+      return frame(FrameType.SETTINGS, 0, 0, b);
+    };
+    for (const [id, value, code] of [[0x2, 2, 0x1], [0x4, 2 ** 31, 0x3], [0x5, 16_383, 0x1], [0x5, 2 ** 24, 0x1]] as const) {
+      assert.throws(() => new FrameParser(recorder().sink, false).push(setting(id, value)), (err: FrameError) => err.h2Code === code, `setting ${id} = ${value}`);
+    }
+    for (const [id, value] of [[0x2, 1], [0x4, 2 ** 31 - 1], [0x5, 16_384], [0x5, 2 ** 24 - 1], [0x9, 2 ** 32 - 1]] as const) {
+      new FrameParser(recorder().sink, false).push(setting(id, value));
+    }
+  });
+
   it('caps a header block spread over CONTINUATIONs', () => {
     const p = new FrameParser(recorder().sink, false, 1024);
     p.push(frame(FrameType.HEADERS, 0, 1, Buffer.alloc(600, 0x82)));

@@ -142,6 +142,27 @@ describe('HPACK decoder: table size updates', () => {
   });
 });
 
+describe('HPACK decoder: the header list cap', () => {
+  it('stops adding fields past the cap, tells so, and keeps its table in step for the next block', () => {
+    const d = new HpackDecoder(4096, 65_535);
+    // A 4,000-octet field into the table (index 62), then 20 one-octet references to it: 20 × 4,037 octets decoded.
+    const entry = encodeLiteralBlock([['x-big', 'a'.repeat(4000)]]);
+    entry[0] = 0x40;
+    assert.equal(d.decode(entry).length, 2);
+    assert.equal(d.overflowed, false);
+    const list = d.decode(Buffer.alloc(20, 0xbe));
+    assert.equal(d.overflowed, true);
+    assert.equal(d.listSize, 20 * (5 + 4000 + 32));
+    assert.equal(list.length, 2 * Math.floor(65_535 / 4037), 'the fields that fit, no more');
+    // A literal with indexing past the cap still enters the table: the next block refers to it.
+    const late = Buffer.concat([Buffer.alloc(20, 0xbe), Buffer.from([0x40, 1, 0x79, 1, 0x7a])]);
+    d.decode(late);
+    assert.equal(d.overflowed, true);
+    assert.deepEqual(pairs(d.decode(Buffer.from([0xbe]))), [['y', 'z']]);
+    assert.equal(d.overflowed, false);
+  });
+});
+
 describe('HPACK decoder: malformed blocks', () => {
   const cases: [string, string][] = [
     ['index 0', '80'],

@@ -50,6 +50,8 @@ export class MetricCatalogue {
   readonly internalErrors = new ValueFamily('rpcscope_internal_errors_total', 'Exceptions raised while handling one connection or call, contained there; the sidecar kept serving.', 'counter');
   readonly connectionsTerminated = new ValueFamily('rpcscope_connections_terminated_total', 'Client connections the sidecar ended itself, by reason.', 'counter');
   readonly queueOverflows = new ValueFamily('rpcscope_upstream_queue_overflow_total', 'Calls answered UNAVAILABLE (503) because their endpoint\'s HTTP/1.1 connections and queue were full.', 'counter');
+  readonly streamsRefused = new ValueFamily('rpcscope_streams_refused_total', 'Client HTTP/2 streams the relay refused (REFUSED_STREAM) past its own limits, by reason.', 'counter');
+  readonly connectionOverflows = new ValueFamily('rpcscope_connections_overflow_total', 'Client connections closed unread as they were accepted, because --max-connections were open.', 'counter');
 
   /** Every family in docs/metrics.md order, which is the exposition's order. */
   readonly families: readonly MetricFamily[];
@@ -63,7 +65,7 @@ export class MetricCatalogue {
       this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,
       this.connectionsActive, this.connectionDuration, this.connectionCalls,
       this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
-      this.internalErrors, this.connectionsTerminated, this.queueOverflows,
+      this.internalErrors, this.connectionsTerminated, this.queueOverflows, this.streamsRefused, this.connectionOverflows,
     ];
   }
 }
