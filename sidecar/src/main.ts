@@ -10,6 +10,7 @@ import { createObservation } from './observe/observation.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
+import { NodeErrorCode } from './core/errors.ts';
 
 /** A bad setting: one line on stderr, exit code 2. Anything else is not ours to word. */
 function configFailure(err: unknown): number {
@@ -86,7 +87,7 @@ main().then(
   (code) => process.exit(code),
   (err: Error & { code?: string }) => {
     // A port already in use is the common start failure: say which.
-    process.stderr.write(`rpcscope: cannot start: ${err.code === 'EADDRINUSE' ? `address in use (${(err as { address?: string }).address}:${(err as { port?: number }).port})` : err.message}\n`);
+    process.stderr.write(`rpcscope: cannot start: ${err.code === NodeErrorCode.ADDRESS_IN_USE ? `address in use (${(err as { address?: string }).address}:${(err as { port?: number }).port})` : err.message}\n`);
     process.exit(1);
   },
 );

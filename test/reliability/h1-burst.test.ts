@@ -220,7 +220,7 @@ describe('rpcscope binary and HTTP/1.1 connections that take long to be made', (
     // Every call waited its turn and then timed out connecting on a connection of its own:
     // had the wait counted, the calls queued behind the first ones would have failed unconnected.
     assert.deepEqual(results.map((r) => r.status), Array.from({ length: SENT }, () => 503), results.map((r) => r.text.slice(0, 80)).join(' | '));
-    assert.ok(results.every((r) => r.text.includes('ETIMEDOUT')), `each timed out connecting: ${results[0]?.text}`);
+    assert.ok(results.every((r) => r.text.includes('RPCSCOPE_ERR_CONNECT_TIMEOUT')), `each timed out connecting: ${results[0]?.text}`);
     assert.equal(seen, SENT, 'one connection per call');
     // Connections come in waves of CONNECTING, one --connect-timeout (1 s) apart. Counted
     // by when the upstream accepted them, not by how many it holds open: the close of a

@@ -52,6 +52,11 @@ export class Endpoint {
     return !this.draining && now >= this.retryAt;
   }
 
+  /** A call picked onto it was answered without reaching it (its queue was full): busy is not down, and says nothing of its latency. */
+  passed(): void {
+    this.active--;
+  }
+
   /** A call on it ended; `latencyMs` is undefined when the endpoint could not be reached. */
   finished(now: number, latencyMs: number | undefined): void {
     this.active--;

@@ -108,9 +108,11 @@ export class BalancedUpstreams implements Upstreams {
   }
 
   private callEnded(e: Endpoint, call: CallRecord): void {
-    const now = performance.now();
-    const latency = call.upstreamUnreachable || call.upstreamStartTime === undefined ? undefined : (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime;
-    e.finished(now, latency);
+    if (call.upstreamBusy) e.passed();
+    else {
+      const latency = call.upstreamUnreachable || call.upstreamStartTime === undefined ? undefined : (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime;
+      e.finished(performance.now(), latency);
+    }
     if (e.draining && e.active === 0) this.opts.retire(e.target);
   }
 

@@ -23,6 +23,7 @@ import { sniffHttpVersion } from './sniff.ts';
 import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from './header-list-size.ts';
 import { nodeHttp2, nodeTls } from '../builtins.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
+import { NodeErrorCode } from '../core/errors.ts';
 
 const CONN = Symbol('rpcscope.downstreamConnection');
 const SESSION = Symbol('rpcscope.session');
@@ -57,11 +58,6 @@ const NGHTTP2_SESSION_ERRORS = new Map<number, TerminationReason>([
  * SETTINGS_MAX_CONCURRENT_STREAMS the client acknowledged (RFC 9113 §5.1.2).
  */
 const NGHTTP2_ERR_PROTO = -505;
-/**
- * Node's own count: empty DATA frames without END_STREAM and frames nghttp2 found
- * invalid, past maxSessionInvalidFrames (1000), end the session with this code.
- */
-const TOO_MANY_INVALID_FRAMES = 'ERR_HTTP2_TOO_MANY_INVALID_FRAMES';
 /**
  * The GOAWAY code a client is told, by why nghttp2 gave up on its session. Node
  * sends INTERNAL_ERROR for all of them, which reads as the sidecar's own fault;
@@ -139,7 +135,7 @@ export class ProxyListener {
       });
       this.server.on('secureConnection', (socket: tls.TLSSocket) => this.contain(() => this.hand(socket, socket.alpnProtocol === 'h2'), () => socket.destroy()));
       this.server.on('tlsClientError', (err: Error & { code?: string }) => {
-        if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') ctx.faults.connectionTerminated('first_byte_timeout');
+        if (err.code === NodeErrorCode.TLS_HANDSHAKE_TIMEOUT) ctx.faults.connectionTerminated('first_byte_timeout');
         ctx.log.debug('TLS handshake failed', { error: err.message });
       });
     } else {
@@ -431,7 +427,7 @@ export class ProxyListener {
       // Node's HTTP/2 layer gave up on the session (nghttp2's flood and reset limits, bad
       // frames); a socket error is only the client going away.
       // A session already cut for a flood may hit nghttp2's limits while its GOAWAY is written: counted once.
-      if (!err.code?.startsWith('ERR_HTTP2_') || err.code === 'ERR_HTTP2_SESSION_ERROR' || (session as Cut)[CUT]) return;
+      if (!err.code?.startsWith('ERR_HTTP2_') || err.code === NodeErrorCode.HTTP2_SESSION_ERROR || (session as Cut)[CUT]) return;
       const reason = (session as Cut)[ENDED_FOR] ?? 'protocol_error';
       this.ctx.faults.connectionTerminated(reason);
       if (reason !== 'protocol_error') this.ctx.log.warn('client connection cut by the HTTP/2 layer', { reason, peer: conn.peer });
@@ -462,9 +458,9 @@ export class ProxyListener {
   private tellWhyEnded(session: http2.ServerHttp2Session, atStreamLimit: () => boolean): void {
     const destroy = session.destroy.bind(session);
     session.destroy = (err?: Error & { code?: string; errno?: number }, code?: number): void => {
-      if (code === undefined && !session.destroyed && (err?.code === 'ERR_HTTP2_ERROR' || err?.code === TOO_MANY_INVALID_FRAMES)) {
+      if (code === undefined && !session.destroyed && (err?.code === NodeErrorCode.HTTP2_ERROR || err?.code === NodeErrorCode.HTTP2_TOO_MANY_INVALID_FRAMES)) {
         const reason =
-          err.code === TOO_MANY_INVALID_FRAMES ? 'empty_frame_flood' : err.errno === undefined ? undefined : (NGHTTP2_SESSION_ERRORS.get(err.errno) ?? (err.errno === NGHTTP2_ERR_PROTO && atStreamLimit() ? 'stream_limit' : undefined));
+          err.code === NodeErrorCode.HTTP2_TOO_MANY_INVALID_FRAMES ? 'empty_frame_flood' : err.errno === undefined ? undefined : (NGHTTP2_SESSION_ERRORS.get(err.errno) ?? (err.errno === NGHTTP2_ERR_PROTO && atStreamLimit() ? 'stream_limit' : undefined));
         if (reason) {
           (session as Cut)[ENDED_FOR] = reason;
           code = GOAWAY_FOR[reason];

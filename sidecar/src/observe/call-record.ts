@@ -67,6 +67,12 @@ export interface CallRecord {
   reset: CallReset | undefined;
   /** The upstream could not be reached (connect refused, DNS failure, TLS failure). */
   upstreamUnreachable: boolean;
+  /**
+   * The endpoint was busy, not down: its HTTP/1.1 connections and queue were full
+   * (--upstream-max-pending), and the call was answered UNAVAILABLE without
+   * reaching it. The balancer neither backs it off nor learns a latency from it.
+   */
+  upstreamBusy: boolean;
   /** The deadline header the caller sent, if any. */
   deadline: CallDeadline | undefined;
   /** The sidecar's own deadline enforcement ended the call. */
@@ -103,6 +109,7 @@ export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | '
     connectEndStream: false,
     reset: undefined,
     upstreamUnreachable: false,
+    upstreamBusy: false,
     deadline: undefined,
     deadlineEnforced: false,
     upstream: '',

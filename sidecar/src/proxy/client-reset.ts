@@ -12,9 +12,9 @@
 import type http2 from 'node:http2';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
+import { NodeErrorCode } from '../core/errors.ts';
 
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
-const PEER_RESET = 'ERR_HTTP2_STREAM_ERROR';
 
 /**
  * Watches a caller's stream from now on; the returned function gives the code its
@@ -25,7 +25,7 @@ export function watchClientReset(stream: http2.ServerHttp2Stream): () => number 
   const session = stream.session;
   let peerReset = false;
   stream.on('error', (err: Error & { code?: string }) => {
-    if (err.code === PEER_RESET) peerReset = true;
+    if (err.code === NodeErrorCode.HTTP2_STREAM_ERROR) peerReset = true;
   });
   return () => clientResetCode(stream, session, peerReset);
 }

@@ -16,6 +16,7 @@ import type { PooledSession } from './h2-session-pool.ts';
 import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
 import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
+import { NodeErrorCode } from '../core/errors.ts';
 
 /**
  * HTTP/1.1 raw request headers as HTTP/2 fields: Host becomes :authority, names
@@ -155,13 +156,13 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
       }
       // The session came up but the stream failed before any answer: perhaps no longer the server it was.
       ctx.protocols.forget(target);
-      const refused = code === Http2Error.REFUSED_STREAM || upstreamError?.code === 'ERR_HTTP2_GOAWAY_SESSION';
+      const refused = code === Http2Error.REFUSED_STREAM || upstreamError?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION;
       record.reset = { side: 'upstream', code: refused ? Http2Error.REFUSED_STREAM : code };
       return reply(refused ? GrpcCode.UNAVAILABLE : GrpcCode.INTERNAL, `upstream reset the stream: ${upstreamError?.code ?? code}`);
     }
     closedBy = 'upstream';
     // The upstream's connection broke, rather than it resetting this stream.
-    const lost = pooled.session.destroyed && upstreamError?.code !== 'ERR_HTTP2_STREAM_ERROR';
+    const lost = pooled.session.destroyed && upstreamError?.code !== NodeErrorCode.HTTP2_STREAM_ERROR;
     resetCode = lost ? CONNECTION_CLOSED : code;
     // gRPC-Web and Connect streams stopped between frames end with their own UNAVAILABLE frame.
     const ending = lost && tap.responseAtBoundary() && responseLength === undefined ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false) : undefined;

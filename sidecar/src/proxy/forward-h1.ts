@@ -12,6 +12,7 @@ import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
 import { nodeHttps } from '../builtins.ts';
+import { ErrorCode } from '../core/errors.ts';
 
 /** Raw trailer pairs as `res.addTrailers` takes them. */
 function trailerPairs(raw: string[]): [string, string][] {
@@ -132,6 +133,10 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
   upReq.on('error', (err: Error & { code?: string }) => {
     if (record.deadlineEnforced) return;
     if (res.headersSent) return endUpstreamLost();
+    if (err.code === ErrorCode.QUEUE_FULL) {
+      record.upstreamBusy = true;
+      return reply(GrpcCode.UNAVAILABLE, err.message);
+    }
     if (err.code?.startsWith('HPE_') && upstreamOpened) {
       // The answer did not parse as HTTP/1.x: an HTTP/2-only app. This call is
       // answered UNAVAILABLE (safe to retry), the next ones are translated.

@@ -19,6 +19,7 @@ import type { Inbound } from './inbound.ts';
 import { replyOnH2, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
 import { nodeHttps } from '../builtins.ts';
+import { ErrorCode } from '../core/errors.ts';
 
 type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
 const NO_BODY: RespondOptions = { endStream: true, sendDate: false };
@@ -150,6 +151,10 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
       closedBy ??= { side: 'upstream', code: CONNECTION_CLOSED };
       stream.close(Http2Error.INTERNAL_ERROR);
       return;
+    }
+    if (err.code === ErrorCode.QUEUE_FULL) {
+      record.upstreamBusy = true;
+      return reply(GrpcCode.UNAVAILABLE, err.message);
     }
     const opened = socketState.opened;
     if (!opened) record.upstreamUnreachable = true;

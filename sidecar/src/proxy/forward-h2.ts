@@ -20,11 +20,10 @@ import { replyOnH2, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './
 import type { PooledSession } from './h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
 import type { RetryReason } from './upstream-retries.ts';
+import { NodeErrorCode } from '../core/errors.ts';
 
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
-const PEER_RESET = 'ERR_HTTP2_STREAM_ERROR';
 /** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */
-const GOAWAY_SESSION = 'ERR_HTTP2_GOAWAY_SESSION';
 
 // Node's respond() also takes `sendDate`, which its type definitions leave out.
 // Off: the caller sees the upstream's headers, not a date header of our own.
@@ -41,7 +40,7 @@ const ignore = (): void => {};
  * its own. Any other ending may have reached the app, and is not sent again.
  */
 function refusal(session: PooledSession, upstream: http2.ClientHttp2Stream, code: number, err: (Error & { code?: string }) | undefined): RetryReason | undefined {
-  if (err?.code === GOAWAY_SESSION) return 'goaway';
+  if (err?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION) return 'goaway';
   if (code !== Http2Error.REFUSED_STREAM) return undefined;
   const last = session.goawayLastStreamId;
   return last !== undefined && upstream.id !== undefined && upstream.id > last ? 'goaway' : 'refused_stream';
@@ -245,7 +244,7 @@ class H2Forward {
     // The upstream's connection broke (the app killed, say) rather than it resetting
     // this stream: Node then gives the stream a code (CANCEL, NO_ERROR) the upstream
     // never sent, which the caller would read as its own cancellation or a whole body.
-    const lost = !this.upstreamComplete && session.connected && session.session.destroyed && error?.code !== PEER_RESET && code !== Http2Error.REFUSED_STREAM;
+    const lost = !this.upstreamComplete && session.connected && session.session.destroyed && error?.code !== NodeErrorCode.HTTP2_STREAM_ERROR && code !== Http2Error.REFUSED_STREAM;
     if (lost) return this.endUpstreamLost(target);
     if (code === Http2Error.NO_ERROR && this.endSeen) this.completeResponse();
     if (this.upstreamComplete && responded) {
@@ -263,7 +262,7 @@ class H2Forward {
       }
       // Connected, then failed without an answer: perhaps no longer the server it was.
       ctx.protocols.forget(target);
-      if (error?.code === GOAWAY_SESSION) {
+      if (error?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION) {
         // The upstream went away before taking this stream: safe for the client to retry.
         this.closedBy = { side: 'upstream', code: Http2Error.REFUSED_STREAM };
         return stream.close(Http2Error.REFUSED_STREAM);

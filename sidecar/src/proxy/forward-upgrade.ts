@@ -17,6 +17,7 @@ import { Call } from './call.ts';
 import type { ProxyContext } from './context.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { nodeHttps } from '../builtins.ts';
+import { connectTimeout } from '../core/errors.ts';
 
 /** The --upstream-ca bundle, read once on the first upgrade to an https:// upstream. */
 const caFiles = new Map<string, Buffer>();
@@ -87,7 +88,7 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
   let answered = false;
   let closer: 'client' | 'upstream' | undefined;
   const connectTimer = setTimeout(() => {
-    upReq.destroy(Object.assign(new Error(`connect timeout after ${ctx.config.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+    upReq.destroy(connectTimeout(ctx.config.connectTimeoutMs));
   }, ctx.config.connectTimeoutMs);
   upReq.on('socket', (upstream: net.Socket) => {
     upstream.once(target.tls ? 'secureConnect' : 'connect', () => {

@@ -20,6 +20,7 @@ import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttps } from '../builtins.ts';
+import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
 
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
 type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
@@ -43,11 +44,9 @@ const DEFAULT_LIMITS: H1Limits = { maxConnections: 1024, maxConnecting: 128, max
  */
 type AddRequest = (req: http.ClientRequest, options: http.RequestOptions) => void;
 
-/** The error a call past the queue fails with; the forwarder answers it UNAVAILABLE (503). */
-export class UpstreamQueueFull extends Error {
-  constructor(authority: string, limits: H1Limits) {
-    super(`${limits.maxConnections} connections to ${authority} busy and ${limits.maxPending} calls waiting (--upstream-max-pending)`);
-  }
+/** The error a call past the queue fails with; the forwarder answers it UNAVAILABLE (503), and the endpoint stays in rotation. */
+function queueFull(authority: string, limits: H1Limits): RpcscopeError {
+  return new RpcscopeError(ErrorCode.QUEUE_FULL, `${limits.maxConnections} connections to ${authority} busy and ${limits.maxPending} calls waiting (--upstream-max-pending)`);
 }
 
 /**
@@ -181,7 +180,7 @@ export class H1AgentPool {
         };
         if (gate.admit(req, start)) return;
         this.limits.onQueueFull();
-        gone(req, new UpstreamQueueFull(target.authority, this.limits));
+        gone(req, queueFull(target.authority, this.limits));
       };
       // After the agent's own 'free' listener has put the socket back among the free ones.
       agent.on('free', () => gate.drain());
@@ -215,7 +214,7 @@ export class H1AgentPool {
     });
     socket.once('close', made);
     socket.once('timeout', () => {
-      if (!opened) socket.destroy(Object.assign(new Error(`connect timeout after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+      if (!opened) socket.destroy(connectTimeout(this.connectTimeoutMs));
     });
     socket.once('error', (err) => {
       if (!opened) this.connectFailures.report(target.authority, err);

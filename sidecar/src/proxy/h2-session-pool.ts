@@ -9,6 +9,7 @@ import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttp2 } from '../builtins.ts';
+import { connectTimeout } from '../core/errors.ts';
 
 // Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one
 // round trip; nghttp2 still applies backpressure stream by stream.
@@ -63,7 +64,7 @@ export class H2SessionPool {
       if (this.live.get(target.href) === pooled) this.live.delete(target.href);
     };
     const timer = setTimeout(() => {
-      if (!pooled.connected) session.destroy(Object.assign(new Error(`connect timeout after ${this.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' }));
+      if (!pooled.connected) session.destroy(connectTimeout(this.connectTimeoutMs));
     }, this.connectTimeoutMs);
     session.once('connect', () => {
       clearTimeout(timer);

@@ -20,6 +20,7 @@ import net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { HttpVersion } from '../protocol/vocabulary.ts';
 import { nodeTls } from '../builtins.ts';
+import { NodeErrorCode } from '../core/errors.ts';
 
 export interface ProbeOptions {
   connectTimeoutMs: number;
@@ -65,7 +66,7 @@ function probeAlpn(target: UpstreamUrl, protocol: 'h2' | 'http/1.1', opts: Probe
     });
     socket.on('error', (err: Error & { code?: string }) => {
       // The server took the connection and refused the protocol (RFC 7301 §3.2).
-      if (err.code === 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL') resolve(false);
+      if (err.code === NodeErrorCode.TLS_NO_APPLICATION_PROTOCOL) resolve(false);
     });
     socket.once('close', () => {
       clearTimeout(timer);

@@ -39,6 +39,7 @@ import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError, type HeaderList } from '.
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
 import { RelayStream, headerBag, type Piece } from './relay-stream.ts';
 import { nodeTls } from '../builtins.ts';
+import { ErrorCode, NodeErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
 
 /**
  * Streams relayed at once on one connection, whatever the app allows: the
@@ -76,8 +77,6 @@ const MAX_OUT_BYTES = 64 * 1024;
 const CLIENT_WRITE_BOUND = 256 * 1024;
 /** Connection window the relay gives the client once the upstream that kept it is gone. */
 const DETACH_CREDIT = 64 * 1024;
-/** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */
-const GOAWAY_SESSION = 'ERR_HTTP2_GOAWAY_SESSION';
 
 export interface RelayOptions {
   ctx: ProxyContext;
@@ -225,11 +224,11 @@ export class RelayConnection {
       : net.connect({ host: target.host, port: target.port });
     this.up = up;
     up.setNoDelay(true);
-    const timer = setTimeout(() => up.destroy(Object.assign(new Error(`connect timeout after ${this.ctx.config.connectTimeoutMs} ms`), { code: 'ETIMEDOUT' })), this.ctx.config.connectTimeoutMs);
+    const timer = setTimeout(() => up.destroy(connectTimeout(this.ctx.config.connectTimeoutMs)), this.ctx.config.connectTimeoutMs);
     up.once(target.tls ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       if (target.tls && (up as tls.TLSSocket).alpnProtocol !== 'h2') {
-        up.destroy(Object.assign(new Error('upstream did not agree to HTTP/2 (ALPN h2)'), { code: 'EPROTO' }));
+        up.destroy(new RpcscopeError(ErrorCode.ALPN_NOT_H2, 'upstream did not agree to HTTP/2 (ALPN h2)'));
         return;
       }
       this.onUpstreamConnected();
@@ -859,7 +858,7 @@ export class RelayConnection {
         record.upstreamUnreachable = true;
         return this.answerForwarded(id, stream, `upstream unavailable: ${error?.code ?? error?.message ?? 'connection failed'}`);
       }
-      const refused = !stream.responded && error?.code === GOAWAY_SESSION;
+      const refused = !stream.responded && error?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION;
       this.queue(id, stream, { kind: 'rst', code: refused ? Http2Error.REFUSED_STREAM : code, reset: { side: 'upstream', code: refused ? Http2Error.REFUSED_STREAM : code } });
     });
   }
@@ -1274,7 +1273,7 @@ function pairs(raw: readonly string[] | undefined, headers: http2.IncomingHttpHe
  * REFUSED_STREAM of its own (as proxy/forward-h2.ts reads them).
  */
 function refusal(session: PooledSession, up: http2.ClientHttp2Stream, code: number, err: (Error & { code?: string }) | undefined): RetryReason | undefined {
-  if (err?.code === GOAWAY_SESSION) return 'goaway';
+  if (err?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION) return 'goaway';
   if (code !== Http2Error.REFUSED_STREAM) return undefined;
   const last = session.goawayLastStreamId;
   return last !== undefined && up.id !== undefined && up.id > last ? 'goaway' : 'refused_stream';

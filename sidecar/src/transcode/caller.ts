@@ -4,6 +4,7 @@
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import { Http2Error } from '../protocol/reset-codes.ts';
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 
 export interface Caller {
   readonly headers: http.IncomingHttpHeaders;
@@ -23,8 +24,6 @@ export interface Caller {
   abort(): void;
 }
 
-class BodyTooLarge extends Error {}
-export { BodyTooLarge };
 
 function collect(source: NodeJS.ReadableStream & { destroy(): void }, limit: number, onChunk: (chunk: Buffer) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -36,7 +35,7 @@ function collect(source: NodeJS.ReadableStream & { destroy(): void }, limit: num
       if (size > limit) {
         source.removeAllListeners('data');
         source.resume();
-        reject(new BodyTooLarge(`request body over ${limit} bytes`));
+        reject(new RpcscopeError(ErrorCode.BODY_TOO_LARGE, `request body over ${limit} bytes`));
         return;
       }
       chunks.push(chunk);

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { Call } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { BodyTooLarge, type Caller } from './caller.ts';
+import type { Caller } from './caller.ts';
 import { frame, COMPRESSED_FLAG } from './grpc-frame.ts';
 import { requestMetadata, responseMetadata, startGrpcCall, type GrpcEnd } from './grpc-upstream-call.ts';
 import { JsonMappingError } from './json-mapping.ts';
@@ -17,6 +17,7 @@ import { restRequestMessage, restResponseJson } from './rest-request.ts';
 import { rpcStatusJson } from './rpc-status-json.ts';
 import type { Matched, TranscodeTable } from './transcode-table.ts';
 import type { TranscodeMetrics } from './transcode-metrics.ts';
+import { ErrorCode, errorCode } from '../core/errors.ts';
 
 /** The largest JSON request body read whole. */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -86,7 +87,7 @@ export function transcodeRest(deps: RestTranscodeDeps, call: Call, caller: Calle
       unary(target, message);
     },
     (err: Error) => {
-      if (err instanceof BodyTooLarge) fail(GrpcCode.RESOURCE_EXHAUSTED, err.message);
+      if (errorCode(err) === ErrorCode.BODY_TOO_LARGE) fail(GrpcCode.RESOURCE_EXHAUSTED, err.message);
     },
   );
 

@@ -1,0 +1,66 @@
+// Errors with stable codes, in the manner of undici's UND_ERR_*: whatever the
+// sidecar raises itself carries a `code` that stays the same from release to
+// release, so that a catch site (and a user reading a log line or a 503 body)
+// branches on the code, never on a message or on which module's class it is.
+// The second table names the Node error codes the sidecar reacts to, each once,
+// with why it matters.
+
+/** Codes of the errors rpcscope raises itself. */
+export const ErrorCode = {
+  /** A connection to an upstream was not made within --connect-timeout. */
+  CONNECT_TIMEOUT: 'RPCSCOPE_ERR_CONNECT_TIMEOUT',
+  /** An https:// upstream did not agree to HTTP/2 in ALPN where the relay needs it. */
+  ALPN_NOT_H2: 'RPCSCOPE_ERR_ALPN_NOT_H2',
+  /**
+   * An endpoint's HTTP/1.1 connections (--upstream-max-connections) were all busy
+   * and --upstream-max-pending calls already waited: the endpoint is busy, not
+   * down, and stays in rotation with what it was learnt to speak.
+   */
+  QUEUE_FULL: 'RPCSCOPE_ERR_QUEUE_FULL',
+  /** A request body was over the size a translated call reads whole. */
+  BODY_TOO_LARGE: 'RPCSCOPE_ERR_BODY_TOO_LARGE',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class RpcscopeError extends Error {
+  constructor(readonly code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'RpcscopeError';
+  }
+}
+
+export function connectTimeout(ms: number): RpcscopeError {
+  return new RpcscopeError(ErrorCode.CONNECT_TIMEOUT, `connect timeout after ${ms} ms`);
+}
+
+/**
+ * Node's error codes the sidecar branches on
+ * (https://nodejs.org/api/errors.html#nodejs-error-codes).
+ */
+export const NodeErrorCode = {
+  /** A stream still waiting for its session when the peer's GOAWAY closed it: never sent, safe to send again. */
+  HTTP2_GOAWAY_SESSION: 'ERR_HTTP2_GOAWAY_SESSION',
+  /** The peer reset the stream (RST_STREAM): its code is on the stream. */
+  HTTP2_STREAM_ERROR: 'ERR_HTTP2_STREAM_ERROR',
+  /** The session ended with an HTTP/2 error code of its own. */
+  HTTP2_SESSION_ERROR: 'ERR_HTTP2_SESSION_ERROR',
+  /** nghttp2 refused what the peer sent. */
+  HTTP2_ERROR: 'ERR_HTTP2_ERROR',
+  /**
+   * Node's own count: empty DATA frames without END_STREAM and frames nghttp2 found
+   * invalid, past maxSessionInvalidFrames (1000), end the session with this code.
+   */
+  HTTP2_TOO_MANY_INVALID_FRAMES: 'ERR_HTTP2_TOO_MANY_INVALID_FRAMES',
+  /** A TLS client did not finish its handshake in time. */
+  TLS_HANDSHAKE_TIMEOUT: 'ERR_TLS_HANDSHAKE_TIMEOUT',
+  /** The TLS peer offered none of our ALPN protocols. */
+  TLS_NO_APPLICATION_PROTOCOL: 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL',
+  /** The listen address is taken. */
+  ADDRESS_IN_USE: 'EADDRINUSE',
+} as const;
+
+/** The `code` of anything thrown, if it has one. */
+export function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
