@@ -94,10 +94,18 @@ export function fieldsFromRaw(raw: readonly string[], out: Record<string, string
     const name = kept[i]!.toLowerCase();
     if (name.charCodeAt(0) === 0x3a /* : */) continue;
     const value = kept[i + 1]!;
-    const seen = out[name];
-    if (seen === undefined) out[name] = value;
+    // A field's name is the client's: `constructor` or `__proto__` must read as the
+    // field, never as Object.prototype's property (or replace the object's prototype).
+    const seen = Object.hasOwn(out, name) ? out[name] : undefined;
+    if (seen === undefined) setOwn(out, name, value);
     else if (firstOfSingle && SINGLE_VALUE.has(name)) continue;
     else if (Array.isArray(seen)) seen.push(value);
-    else out[name] = [seen, value];
+    else setOwn(out, name, [seen, value]);
   }
+}
+
+/** `out[name] = value` as an own property whatever the name (`__proto__` would set the prototype). */
+export function setOwn<T>(out: Record<string, T>, name: string, value: T): void {
+  if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+  else out[name] = value;
 }

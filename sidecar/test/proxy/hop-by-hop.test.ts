@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { filterH2Headers, filterRawHeaders } from '../../src/proxy/hop-by-hop.ts';
+import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from '../../src/proxy/hop-by-hop.ts';
 
 describe('filterRawHeaders', () => {
   it('drops hop-by-hop headers and those named by Connection, keeping case and order', () => {
@@ -23,5 +23,14 @@ describe('filterH2Headers', () => {
     const out: Record<string, string | string[]> = {};
     filterH2Headers({ ':path': '/x', ':method': 'POST', te: 'trailers', 'content-type': 'application/grpc', 'keep-alive': '1', 'set-cookie': ['a', 'b'] }, out);
     assert.deepEqual(out, { te: 'trailers', 'content-type': 'application/grpc', 'set-cookie': ['a', 'b'] });
+  });
+});
+
+describe('header objects built from a client\'s field names', () => {
+  it('keep `constructor` and `__proto__` as fields, never as Object.prototype\'s (found by the fuzzer)', () => {
+    const out: Record<string, string | string[]> = {};
+    fieldsFromRaw(['Constructor', 'x', '__proto__', 'y', 'constructor', 'z', 'X-A', '1'], out);
+    assert.deepEqual(Object.entries(out), [['constructor', ['x', 'z']], ['__proto__', 'y'], ['x-a', '1']]);
+    assert.equal(Object.getPrototypeOf(out), Object.prototype, 'the prototype is untouched');
   });
 });
