@@ -19,7 +19,7 @@ import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import { replyOnH2, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
-import type { RetryReason } from './upstream-retries.ts';
+import { refusal } from './upstream-retries.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
@@ -32,19 +32,6 @@ const TRAILERS_ONLY: RespondOptions = { endStream: true, sendDate: false };
 const WITH_TRAILERS: RespondOptions = { waitForTrailers: true, sendDate: false };
 
 const ignore = (): void => {};
-
-/**
- * Why the upstream never processed an attempt that closed unanswered, if it
- * did not: a stream above the last stream id of its GOAWAY (nghttp2 closes those
- * with REFUSED_STREAM) or never sent before the GOAWAY; or a REFUSED_STREAM of
- * its own. Any other ending may have reached the app, and is not sent again.
- */
-function refusal(session: PooledSession, upstream: http2.ClientHttp2Stream, code: number, err: (Error & { code?: string }) | undefined): RetryReason | undefined {
-  if (err?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION) return 'goaway';
-  if (code !== Http2Error.REFUSED_STREAM) return undefined;
-  const last = session.goawayLastStreamId;
-  return last !== undefined && upstream.id !== undefined && upstream.id > last ? 'goaway' : 'refused_stream';
-}
 
 /**
  * Where the response to the caller stands: nothing sent yet; headers sent and

@@ -9,7 +9,11 @@
 //
 // Counted in rpcscope_upstream_retries_total{reason}, each reason exported from
 // the start at 0 so that an alert on increase() has its series.
+import type http2 from 'node:http2';
+import { NodeErrorCode } from '../core/errors.ts';
 import { ValueFamily, type ValueCell } from '../observe/metric-cells.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import type { PooledSession } from './h2-session-pool.ts';
 
 export const RETRY_REASONS = ['goaway', 'refused_stream'] as const;
 export type RetryReason = (typeof RETRY_REASONS)[number];
@@ -31,4 +35,19 @@ export class UpstreamRetries {
   render(openMetrics = false): string {
     return this.family.render(openMetrics);
   }
+}
+
+/**
+ * Why the upstream never processed an attempt on a pool session that closed
+ * unanswered, if it did not: a stream above the last stream id of its GOAWAY
+ * (nghttp2 closes those with REFUSED_STREAM) or never sent before the GOAWAY; or
+ * a REFUSED_STREAM of its own. Any other ending may have reached the app, and is
+ * not sent again. Read alike by the terminating path (forward-h2.ts) and the
+ * relay's own connections (relay/relay-detour.ts).
+ */
+export function refusal(session: PooledSession, upstream: http2.ClientHttp2Stream, code: number, err: (Error & { code?: string }) | undefined): RetryReason | undefined {
+  if (err?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION) return 'goaway';
+  if (code !== Http2Error.REFUSED_STREAM) return undefined;
+  const last = session.goawayLastStreamId;
+  return last !== undefined && upstream.id !== undefined && upstream.id > last ? 'goaway' : 'refused_stream';
 }

@@ -36,8 +36,8 @@
 import type { TerminationReason } from '../observe/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../listen/control-frame-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../listen/header-list-size.ts';
-import { DEFAULT_MAX_HEADER_BLOCK } from './frame-parser.ts';
-import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
+import { DEFAULT_MAX_HEADER_BLOCK, settingValue } from './frame-parser.ts';
+import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from './frame-types.ts';
 import { dataFrame, headersFrame } from './frame-writer.ts';
 
 export const INBOUND_FRAME_LIMITS = {
@@ -46,9 +46,6 @@ export const INBOUND_FRAME_LIMITS = {
   consecutiveEmptyFrames: 1,
   continuationsPerBlock: 8,
 } as const;
-
-/** SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §6.5.2). */
-const MAX_CONCURRENT_STREAMS = 0x3;
 
 export interface Flood {
   reason: TerminationReason;
@@ -137,9 +134,7 @@ export class ClientFrameBudget {
 
   /** The upstream's SETTINGS, on their way to the client. */
   upstreamSettings(payload: Buffer): void {
-    let limit: number | undefined;
-    for (let i = 0; i + 6 <= payload.length; i += 6) if (payload.readUInt16BE(i) === MAX_CONCURRENT_STREAMS) limit = payload.readUInt32BE(i + 2);
-    this.unacknowledged.push(limit);
+    this.unacknowledged.push(settingValue(payload, Setting.MAX_CONCURRENT_STREAMS));
   }
 
   /** The client acknowledged the oldest SETTINGS it was sent: from now on it is held to their stream limit. */

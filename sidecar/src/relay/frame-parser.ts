@@ -57,6 +57,13 @@ function invalidSetting(id: number, value: number): FrameError | undefined {
   if (id === Setting.MAX_FRAME_SIZE && (value < DEFAULT_MAX_FRAME_SIZE || value > LARGEST_FRAME_SIZE)) return new FrameError(PROTOCOL_ERROR, `SETTINGS_MAX_FRAME_SIZE ${value} outside 2^14 to 2^24-1 (RFC 9113 §6.5.2)`);
   return undefined;
 }
+/** A setting's value in a SETTINGS payload (the last one wins, RFC 9113 §6.5.3), or undefined. */
+export function settingValue(payload: Buffer, id: number): number | undefined {
+  let value: number | undefined;
+  for (let i = 0; i + 6 <= payload.length; i += 6) if (payload.readUInt16BE(i) === id) value = payload.readUInt32BE(i + 2);
+  return value;
+}
+
 /** Default cap on a header block (HEADERS + CONTINUATIONs): CONTINUATION floods end the connection here. */
 export const DEFAULT_MAX_HEADER_BLOCK = 256 * 1024;
 

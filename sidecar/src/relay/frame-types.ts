@@ -34,6 +34,7 @@ export const Flag = {
 export const Setting = {
   HEADER_TABLE_SIZE: 0x1,
   ENABLE_PUSH: 0x2,
+  MAX_CONCURRENT_STREAMS: 0x3,
   INITIAL_WINDOW_SIZE: 0x4,
   MAX_FRAME_SIZE: 0x5,
 } as const;

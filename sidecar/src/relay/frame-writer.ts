@@ -28,6 +28,12 @@ export function goawayFrame(lastStreamId: number, code: number): Buffer {
   return frame(FrameType.GOAWAY, 0, 0, p);
 }
 
+export function windowUpdateFrame(streamId: number, increment: number): Buffer {
+  const p = Buffer.allocUnsafe(4);
+  p.writeUInt32BE(increment & 0x7fffffff, 0);
+  return frame(FrameType.WINDOW_UPDATE, 0, streamId, p);
+}
+
 export function rstStreamFrame(streamId: number, code: number): Buffer {
   const p = Buffer.allocUnsafe(4);
   p.writeUInt32BE(code, 0);

@@ -8,18 +8,14 @@ import { now } from '../clock.ts';
 import { Call } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { HeaderList } from './hpack-decoder.ts';
+import type { DetourStream } from './relay-detour.ts';
 
 type HeaderBag = Record<string, string | string[]>;
 
-/** What the relay writes itself toward the client for a stream it sent on another connection, in order. */
-export type Piece =
-  | { kind: 'headers'; fields: [string, string][]; end: boolean }
-  | { kind: 'data'; bytes: Buffer; end: boolean }
-  | { kind: 'rst'; code: number; reset: { side: 'upstream' | 'proxy'; code: number } | undefined };
-
 /** The decoded block as the header object node:http2 would give (repeated names become a list). */
 export function headerBag(list: HeaderList): HeaderBag {
-  const bag: HeaderBag = {};
+  // No prototype: a client's field named `constructor` or `__proto__` is a field like any other.
+  const bag: HeaderBag = Object.create(null) as HeaderBag;
   for (let i = 0; i < list.length; i += 2) {
     const name = list[i]!;
     const value = list[i + 1]!;
@@ -64,15 +60,8 @@ export class RelayStream {
   bodyBytes = 0;
   /** The request header list's size (RFC 7541 §4.1), kept for the call's life. */
   headerBytes = 0;
-  /** Sent on a connection of the relay's own instead: the original upstream's frames for it are not its answer. */
-  via: http2.ClientHttp2Stream | undefined;
-  /** Sent a second time already: never a third. */
-  retried = false;
-  /** Its answer from `via`, waiting for the client's windows and frame boundaries. */
-  out: Piece[] = [];
-  outBytes = 0;
-  /** The last piece of its answer is queued. */
-  outEnded = false;
+  /** Its record on the relay's own connections (relay-detour.ts), once sent there. */
+  detour: DetourStream | undefined;
 
   constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string, clientWindow: number) {
     const method = text(headers[':method']) ?? 'GET';
@@ -85,6 +74,11 @@ export class RelayStream {
     this.clientWindow = clientWindow;
     this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
     this.call.sent(upstreamAuthority);
+  }
+
+  /** Sent on a connection of the relay's own instead: the original upstream's frames for it are not its answer. */
+  get via(): http2.ClientHttp2Stream | undefined {
+    return this.detour?.via;
   }
 
   /** A response header block: the headers, or (after them) the trailers; a 1xx is neither. */

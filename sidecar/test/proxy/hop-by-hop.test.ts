@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from '../../src/proxy/hop-by-hop.ts';
+import { headerBag } from '../../src/relay/relay-stream.ts';
 
 describe('filterRawHeaders', () => {
   it('drops hop-by-hop headers and those named by Connection, keeping case and order', () => {
@@ -32,5 +33,7 @@ describe('header objects built from a client\'s field names', () => {
     fieldsFromRaw(['Constructor', 'x', '__proto__', 'y', 'constructor', 'z', 'X-A', '1'], out);
     assert.deepEqual(Object.entries(out), [['constructor', ['x', 'z']], ['__proto__', 'y'], ['x-a', '1']]);
     assert.equal(Object.getPrototypeOf(out), Object.prototype, 'the prototype is untouched');
+    const bag = headerBag(['constructor', 'x', '__proto__', 'y', 'constructor', 'z']);
+    assert.deepEqual(Object.entries(bag), [['constructor', ['x', 'z']], ['__proto__', 'y']]);
   });
 });
