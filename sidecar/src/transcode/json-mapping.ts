@@ -8,17 +8,17 @@
 //   proto                 JSON                      here
 //   message               object                    lowerCamelCase or json_name (or the proto name with --json-names proto); both read
 //   enum                  name string               unknown numbers as numbers; NullValue is null
-//   map<K,V>              object                    keys as strings
+//   map<K,V>              object                    keys as the key's JSON text ("-1", "true"); a missing value is its default
 //   repeated              array
 //   bool                  true/false
 //   string                string
 //   bytes                 base64 string             standard with padding out; standard or URL-safe in
-//   int32/uint32 (fixed)  number                    strings read too
-//   int64/uint64 (fixed)  string                    numbers read too
+//   int32/uint32 (fixed)  number                    strings read too; out of range or not whole is an error
+//   int64/uint64 (fixed)  string                    numbers read too; out of range or not whole is an error
 //   float/double          number                    "NaN", "Infinity", "-Infinity"
-//   Any                   {"@type": url, ...}       {"@type", "value"} for the well-known types
-//   Timestamp             "1972-01-01T10:00:20.021Z"
-//   Duration              "1.000340012s"
+//   Any                   {"@type": url, ...}       {"@type", "value"} for the well-known types; the type by its full name; {} when empty
+//   Timestamp             "1972-01-01T10:00:20.021Z"  0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z
+//   Duration              "1.000340012s"            ±315,576,000,000 s, nanos of the seconds' sign
 //   Struct/Value/List     any JSON
 //   wrappers              the wrapped value
 //   FieldMask             "f.fooBar,h"
@@ -27,7 +27,11 @@ import protobuf from 'protobufjs';
 
 export type JsonNames = 'json' | 'proto';
 
-/** A request the caller got wrong: answered INVALID_ARGUMENT (HTTP 400). */
+/**
+ * A value the mapping refuses: in a request the caller's mistake, answered
+ * INVALID_ARGUMENT (HTTP 400); in an answer the upstream's, and the call fails
+ * INTERNAL like any answer that cannot be decoded.
+ */
 export class JsonMappingError extends Error {
   constructor(message: string) {
     super(message);
@@ -38,8 +42,21 @@ export class JsonMappingError extends Error {
 type Obj = Record<string, unknown>;
 
 const INT64 = new Set(['int64', 'uint64', 'sint64', 'fixed64', 'sfixed64']);
-const INT32 = new Set(['int32', 'uint32', 'sint32', 'fixed32', 'sfixed32']);
 const UNSIGNED = new Set(['uint32', 'fixed32', 'uint64', 'fixed64']);
+
+// Each integer type's range (protobuf.dev/programming-guides/proto3#scalar). A
+// value outside is an error, as in the spec's parsers: protobufjs' writers would
+// keep only its low 32 or 64 bits, another number.
+const INT32_RANGE = [-(2n ** 31n), 2n ** 31n - 1n] as const;
+const UINT32_RANGE = [0n, 2n ** 32n - 1n] as const;
+const INT64_RANGE = [-(2n ** 63n), 2n ** 63n - 1n] as const;
+const UINT64_RANGE = [0n, 2n ** 64n - 1n] as const;
+const INT_RANGES = new Map<string, readonly [bigint, bigint]>([
+  ['int32', INT32_RANGE], ['sint32', INT32_RANGE], ['sfixed32', INT32_RANGE],
+  ['uint32', UINT32_RANGE], ['fixed32', UINT32_RANGE],
+  ['int64', INT64_RANGE], ['sint64', INT64_RANGE], ['sfixed64', INT64_RANGE],
+  ['uint64', UINT64_RANGE], ['fixed64', UINT64_RANGE],
+]);
 const FLOAT = new Set(['float', 'double']);
 
 const WRAPPERS = new Set(['DoubleValue', 'FloatValue', 'Int64Value', 'UInt64Value', 'Int32Value', 'UInt32Value', 'BoolValue', 'StringValue', 'BytesValue'].map((n) => `.google.protobuf.${n}`));
@@ -119,10 +136,22 @@ function pad9(nanos: number): string {
   return `.${s.endsWith('000000') ? s.slice(0, 3) : s.endsWith('000') ? s.slice(0, 6) : s}`;
 }
 
-function toNumber(v: unknown): number {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'string') return Number(v);
-  return Number(int64Text(v, false));
+/** An integer as JSON or text gives it (a number, or decimal digits), exactly; undefined for anything else ("1.5", "1e3", "0x10"). */
+function integerOf(v: unknown): bigint | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : undefined;
+  const text = typeof v === 'string' ? v.trim() : '';
+  return /^-?\d+$/u.test(text) ? BigInt(text) : undefined;
+}
+
+/**
+ * A map key of a decoded message as JSON writes it. protobufjs' decoder keys a
+ * 64-bit map by the key's 8-byte hash (util.longToHash), or by the default 0
+ * for an entry without a key; the other kinds by the key's own text.
+ */
+function mapKeyToJson(keyType: string, key: string): string {
+  if (!INT64.has(keyType) || key.length !== 8) return key;
+  const unsigned = UNSIGNED.has(keyType);
+  return int64Text(protobuf.util.longFromHash(key, unsigned), unsigned);
 }
 
 export class JsonMapping {
@@ -137,9 +166,9 @@ export class JsonMapping {
 
   // ---- proto -> JSON ----
 
-  /** A decoded message as its proto3 JSON value. */
-  toJson(type: protobuf.Type, msg: Obj): unknown {
-    const wkt = this.wktToJson(type, msg);
+  /** A decoded message as its proto3 JSON value; a JsonMappingError, naming the field at `where`, for a value JSON cannot carry. */
+  toJson(type: protobuf.Type, msg: Obj, where = ''): unknown {
+    const wkt = this.wktToJson(type, msg, where || type.name);
     if (wkt !== NOT_WKT) return wkt;
     const out: Obj = {};
     for (const field of type.fieldsArray) {
@@ -147,34 +176,39 @@ export class JsonMapping {
       const v = msg[field.name];
       // Presence: a proto3 `optional` (a synthetic oneof) or a member of a oneof prints even at its default.
       if (field.map ? Object.keys(v as Obj).length === 0 : field.repeated ? (v as unknown[]).length === 0 : !field.partOf && !(field.resolvedType instanceof protobuf.Type) && isDefault(v)) continue;
-      out[this.outName(field)] = this.fieldToJson(field, v);
+      const name = this.outName(field);
+      out[name] = this.fieldToJson(field, v, join(where, name));
     }
     return out;
   }
 
   /** One field's value as JSON; an absent field as its default (`{}`, `[]`, the scalar's zero). */
   fieldJson(field: protobuf.Field, v: unknown): unknown {
-    if (v !== undefined) return this.fieldToJson(field, v);
+    if (v !== undefined) return this.fieldToJson(field, v, this.outName(field));
     if (field.map) return {};
     if (field.repeated) return [];
     if (field.resolvedType instanceof protobuf.Type) return this.toJson(field.resolvedType, {});
-    if (field.resolvedType instanceof protobuf.Enum) return this.valueToJson(field, 0);
+    if (field.resolvedType instanceof protobuf.Enum) return this.valueToJson(field, 0, this.outName(field));
     return scalarToJson(field.type, defaultScalar(field.type));
   }
 
-  private fieldToJson(field: protobuf.Field, v: unknown): unknown {
-    if (field.map) {
+  private fieldToJson(field: protobuf.Field, v: unknown, where: string): unknown {
+    if (field instanceof protobuf.MapField) {
       const out: Obj = {};
-      for (const [k, mv] of Object.entries(v as Obj)) out[k] = this.valueToJson(field, mv);
+      for (const [k, mv] of Object.entries(v as Obj)) {
+        const key = mapKeyToJson(field.keyType, k);
+        // An entry without its message value decodes to null; the value is the default, the empty message.
+        out[key] = this.valueToJson(field, mv ?? {}, `${where}.${key}`);
+      }
       return out;
     }
-    if (field.repeated) return (v as unknown[]).map((x) => this.valueToJson(field, x));
-    return this.valueToJson(field, v);
+    if (field.repeated) return (v as unknown[]).map((x, i) => this.valueToJson(field, x, `${where}[${i}]`));
+    return this.valueToJson(field, v, where);
   }
 
-  private valueToJson(field: protobuf.Field, v: unknown): unknown {
+  private valueToJson(field: protobuf.Field, v: unknown, where: string): unknown {
     const rt = field.resolvedType;
-    if (rt instanceof protobuf.Type) return this.toJson(rt, v as Obj);
+    if (rt instanceof protobuf.Type) return this.toJson(rt, v as Obj, where);
     if (rt instanceof protobuf.Enum) {
       if (rt.fullName === '.google.protobuf.NullValue') return null;
       return rt.valuesById[v as number] ?? v;
@@ -182,19 +216,21 @@ export class JsonMapping {
     return scalarToJson(field.type, v);
   }
 
-  private wktToJson(type: protobuf.Type, msg: Obj): unknown {
+  private wktToJson(type: protobuf.Type, msg: Obj, at: string): unknown {
     const name = type.fullName;
     if (WRAPPERS.has(name)) return scalarToJson(type.fields.value!.type, msg.value ?? defaultScalar(type.fields.value!.type));
     switch (name) {
       case '.google.protobuf.Timestamp': {
-        const seconds = toNumber(msg.seconds ?? 0);
+        const seconds = int64Text(msg.seconds ?? 0, false);
         const nanos = (msg.nanos as number | undefined) ?? 0;
-        const iso = new Date(seconds * 1000).toISOString();
+        if (!timestampInRange(BigInt(seconds), nanos)) throw new JsonMappingError(`${at}: a Timestamp of ${seconds} s ${nanos} ns is outside ${TIMESTAMP_RANGE}`);
+        const iso = new Date(Number(seconds) * 1000).toISOString();
         return `${iso.slice(0, 19)}${pad9(nanos)}Z`;
       }
       case '.google.protobuf.Duration': {
         const seconds = int64Text(msg.seconds ?? 0, false);
         const nanos = (msg.nanos as number | undefined) ?? 0;
+        if (!durationInRange(BigInt(seconds), nanos)) throw new JsonMappingError(`${at}: a Duration of ${seconds} s ${nanos} ns is outside ${DURATION_RANGE}`);
         const neg = seconds.startsWith('-') || nanos < 0;
         const whole = seconds.replace('-', '');
         return `${neg ? '-' : ''}${whole}${pad9(Math.abs(nanos))}s`;
@@ -210,7 +246,7 @@ export class JsonMapping {
       case '.google.protobuf.Empty':
         return {};
       case '.google.protobuf.Any':
-        return this.anyToJson(msg);
+        return this.anyToJson(msg, at);
     }
     return NOT_WKT;
   }
@@ -218,7 +254,8 @@ export class JsonMapping {
   private structToJson(type: protobuf.Type, msg: Obj): Obj {
     const valueType = fieldOf(type, 'fields')!.resolvedType as protobuf.Type;
     const out: Obj = {};
-    for (const [k, v] of Object.entries((msg.fields as Obj | undefined) ?? {})) out[k] = this.valueMsgToJson(valueType, v as Obj);
+    // As for any map: an entry without its value is the default Value (JSON null).
+    for (const [k, v] of Object.entries((msg.fields as Obj | undefined) ?? {})) out[k] = this.valueMsgToJson(valueType, (v ?? {}) as Obj);
     return out;
   }
 
@@ -241,25 +278,34 @@ export class JsonMapping {
     return null;
   }
 
-  private anyToJson(msg: Obj): unknown {
+  private anyToJson(msg: Obj, at: string): unknown {
     const url = (msg.type_url ?? msg.typeUrl) as string | undefined;
     if (!url) return {};
-    const inner = this.lookupAny(url);
-    const decoded = inner.decode((msg.value as Uint8Array | undefined) ?? new Uint8Array()) as unknown as Obj;
-    const json = this.toJson(inner, decoded);
+    const inner = this.lookupAny(url, at);
+    let decoded: Obj;
+    try {
+      decoded = inner.decode((msg.value as Uint8Array | undefined) ?? new Uint8Array()) as unknown as Obj;
+    } catch (err) {
+      throw new JsonMappingError(`${at}: the Any's value is not a ${inner.fullName.slice(1)}: ${(err as Error).message}`);
+    }
+    const json = this.toJson(inner, decoded, at);
     if (this.isWkt(inner)) return { '@type': url, value: json };
     return { '@type': url, ...(json as Obj) };
   }
 
-  private lookupAny(url: string): protobuf.Type {
+  /** The message type an Any's type URL names by its full name (the text after the last "/"). */
+  private lookupAny(url: string, at: string): protobuf.Type {
     const name = url.slice(url.lastIndexOf('/') + 1);
+    // Compared by full name: protobufjs' lookup also finds a type by a tail of its
+    // name ("Foo" for a.b.Foo), and answers "" and "." with the root namespace.
+    const found = this.root.lookup(name);
+    if (!(found instanceof protobuf.Type) || found.fullName !== `.${name}`) throw new JsonMappingError(`${at}: the Any's type ${JSON.stringify(url)} names no message type of the .proto files`);
     try {
-      const t = this.root.lookupType(name);
-      t.resolveAll();
-      return t;
-    } catch {
-      throw new JsonMappingError(`Any: type ${JSON.stringify(url)} is not in the .proto files`);
+      found.resolveAll();
+    } catch (err) {
+      throw new JsonMappingError(`${at}: the Any's type ${JSON.stringify(url)}: ${(err as Error).message}`);
     }
+    return found;
   }
 
   private isWkt(type: protobuf.Type): boolean {
@@ -284,10 +330,10 @@ export class JsonMapping {
   }
 
   fieldFromJson(field: protobuf.Field, v: unknown, where: string): unknown {
-    if (field.map) {
+    if (field instanceof protobuf.MapField) {
       if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new JsonMappingError(`${where}: expected a JSON object for a map`);
       const out: Obj = {};
-      for (const [k, mv] of Object.entries(v as Obj)) out[k] = this.valueFromJson(field, mv, `${where}.${k}`);
+      for (const [k, mv] of Object.entries(v as Obj)) out[mapKeyFromJson(field.keyType, k, where)] = this.valueFromJson(field, mv, `${where}.${k}`);
       return out;
     }
     if (field.repeated) {
@@ -303,7 +349,8 @@ export class JsonMapping {
     if (rt instanceof protobuf.Enum) {
       if (rt.fullName === '.google.protobuf.NullValue') return 0;
       if (typeof v === 'string' && rt.values[v] !== undefined) return rt.values[v];
-      if (typeof v === 'number' && Number.isInteger(v)) return v;
+      // An unknown number is kept (enums are open), if it fits the int32 an enum is on the wire.
+      if (typeof v === 'number' && Number.isInteger(v) && v >= INT32_RANGE[0] && v <= INT32_RANGE[1]) return v;
       throw new JsonMappingError(`${where}: ${JSON.stringify(v)} is not a value of ${rt.name}`);
     }
     return scalarFromJson(field.type, v, where);
@@ -361,9 +408,11 @@ export class JsonMapping {
 
   private anyFromJson(json: unknown, at: string): Obj {
     if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new JsonMappingError(`${at}: an Any is a JSON object`);
+    // The empty Any, as toJson writes it (and protobuf-java and Go read it).
+    if (Object.keys(json).length === 0) return {};
     const { '@type': url, ...rest } = json as Obj;
     if (typeof url !== 'string') throw new JsonMappingError(`${at}: an Any needs "@type"`);
-    const inner = this.lookupAny(url);
+    const inner = this.lookupAny(url, at);
     const plain = this.isWkt(inner) ? this.fromJson(inner, rest.value, at) : this.fromJson(inner, rest, at);
     return { type_url: url, value: inner.encode(inner.fromObject(plain)).finish() };
   }
@@ -390,19 +439,29 @@ export function scalarToJson(type: string, v: unknown): unknown {
   return v;
 }
 
+/**
+ * A map key from JSON, where every key is a string, as the key protobufjs'
+ * fromObject and encode take: checked and read as its key type's value.
+ */
+function mapKeyFromJson(keyType: string, key: string, where: string): string {
+  const v = scalarFromJson(keyType, key, `${where} (a key)`);
+  // protobufjs' encoder writes a bool key as the truth of the object key, always
+  // a string: "" is the key that writes false (protobuf.js issue 2087).
+  if (keyType === 'bool') return v ? 'true' : '';
+  return String(v);
+}
+
 /** A scalar from JSON (or from a path or query text, where every value is a string). */
 export function scalarFromJson(type: string, v: unknown, where: string): unknown {
   const bad = (what: string): JsonMappingError => new JsonMappingError(`${where}: ${JSON.stringify(v)} is not ${what}`);
-  if (INT32.has(type) || INT64.has(type)) {
-    const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim() : undefined;
-    if (text === undefined || !/^-?\d+$/u.test(text)) throw bad(`an integer (${type})`);
-    if (UNSIGNED.has(type) && text.startsWith('-')) throw bad(`an unsigned integer (${type})`);
-    if (INT32.has(type)) {
-      const n = Number(text);
-      if (UNSIGNED.has(type) ? n > 0xffffffff : n < -0x80000000 || n > 0x7fffffff) throw bad(`within ${type}`);
-      return n;
-    }
-    return text;
+  const range = INT_RANGES.get(type);
+  if (range) {
+    const n = integerOf(v);
+    if (n === undefined) throw bad(`an integer (${type})`);
+    if (range[0] === 0n && n < 0n) throw bad(`an unsigned integer (${type})`);
+    if (n < range[0] || n > range[1]) throw bad(`within the range of ${type}`);
+    // 64-bit values stay decimal text: a number would lose digits past 2^53.
+    return INT64.has(type) ? n.toString() : Number(n);
   }
   if (FLOAT.has(type)) {
     if (typeof v === 'number') return v;
@@ -429,24 +488,42 @@ export function scalarFromJson(type: string, v: unknown, where: string): unknown
   throw bad(type);
 }
 
-// Timestamps lie between 0001-01-01 and 9999-12-31 (timestamp.proto).
-const MIN_SECONDS = -62135596800;
-const MAX_SECONDS = 253402300799;
+// The ranges timestamp.proto and duration.proto give; a value outside has no JSON form.
+//   Timestamp  seconds -62,135,596,800 (0001-01-01T00:00:00Z) to 253,402,300,799 (9999-12-31T23:59:59Z), nanos 0 to 999,999,999
+//   Duration   seconds -315,576,000,000 to 315,576,000,000 (about 10,000 years), nanos -999,999,999 to 999,999,999 of the seconds' sign
+const TIMESTAMP_SECONDS = [-62135596800n, 253402300799n] as const;
+const DURATION_SECONDS = 315576000000n;
+const MAX_NANOS = 999999999;
+const TIMESTAMP_RANGE = '0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z';
+const DURATION_RANGE = '±315576000000.999999999s';
+
+function timestampInRange(seconds: bigint, nanos: number): boolean {
+  return seconds >= TIMESTAMP_SECONDS[0] && seconds <= TIMESTAMP_SECONDS[1] && nanos >= 0 && nanos <= MAX_NANOS;
+}
+
+function durationInRange(seconds: bigint, nanos: number): boolean {
+  if (seconds < -DURATION_SECONDS || seconds > DURATION_SECONDS || Math.abs(nanos) > MAX_NANOS) return false;
+  return !(seconds > 0n && nanos < 0) && !(seconds < 0n && nanos > 0);
+}
 
 function parseTimestamp(json: unknown, at: string): Obj {
   const m = typeof json === 'string' ? /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/u.exec(json) : null;
   if (!m) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is not an RFC 3339 timestamp`);
   const ms = Date.parse(`${m[1]}${m[3]}`);
-  if (Number.isNaN(ms)) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is not a valid date`);
-  const seconds = Math.floor(ms / 1000);
-  if (seconds < MIN_SECONDS || seconds > MAX_SECONDS) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is out of the Timestamp range`);
-  return { seconds: String(seconds), nanos: m[2] ? Number(m[2].padEnd(9, '0')) : 0 };
+  // Date.parse rolls a day or an hour past the end over ("02-30" to March 2nd, "24:00" to the next day): the date must read back as written.
+  const wall = Date.parse(`${m[1]}Z`);
+  if (Number.isNaN(ms) || Number.isNaN(wall) || new Date(wall).toISOString().slice(0, 19) !== m[1]) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is not a valid date`);
+  const seconds = BigInt(Math.floor(ms / 1000));
+  const nanos = m[2] ? Number(m[2].padEnd(9, '0')) : 0;
+  if (!timestampInRange(seconds, nanos)) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is outside ${TIMESTAMP_RANGE}`);
+  return { seconds: seconds.toString(), nanos };
 }
 
 function parseDuration(json: unknown, at: string): Obj {
   const m = typeof json === 'string' ? /^(-)?(\d+)(?:\.(\d{1,9}))?s$/u.exec(json) : null;
   if (!m) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is not a duration like "1.5s"`);
-  const sign = m[1] ? -1 : 1;
-  const nanos = m[3] ? Number(m[3].padEnd(9, '0')) : 0;
-  return { seconds: `${m[1] ?? ''}${m[2]}`, nanos: sign * nanos };
+  const seconds = BigInt(`${m[1] ?? ''}${m[2]}`);
+  const nanos = (m[1] ? -1 : 1) * (m[3] ? Number(m[3].padEnd(9, '0')) : 0);
+  if (!durationInRange(seconds, nanos)) throw new JsonMappingError(`${at}: ${JSON.stringify(json)} is outside ${DURATION_RANGE}`);
+  return { seconds: seconds.toString(), nanos };
 }

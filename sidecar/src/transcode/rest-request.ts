@@ -35,7 +35,7 @@ function setFromText(json: JsonMapping, type: protobuf.Type, target: Obj, names:
     }
     if (field.map) throw new JsonMappingError(`${from} "${names.join('.')}" is a map field`);
     const rt = field.resolvedType;
-    const v = rt instanceof protobuf.Enum && /^-?\d+$/u.test(text) ? Number(text) : json.valueFromJson(field, text, names.join('.'));
+    const v = json.valueFromJson(field, rt instanceof protobuf.Enum && /^-?\d+$/u.test(text) ? Number(text) : text, names.join('.'));
     if (field.repeated) ((obj[field.name] ??= []) as unknown[]).push(v);
     else obj[field.name] = v;
   }

@@ -108,6 +108,13 @@ describe('REST transcoded to a grpc-js upstream', () => {
     assert.match(((await badInt.json()) as { message: string }).message, /pageSize: "many" is not an integer/u);
     const notJson = await fetch(`${sc.url}/v1/items/i7`, { method: 'PATCH', body: '{' });
     assert.equal(notJson.status, 400);
+    // Out of range is refused, not wrapped to another number (json-mapping.test.ts has each type).
+    const overflow = await fetch(`${sc.url}/v1/items/i7`, { method: 'PATCH', body: JSON.stringify({ stock: '18446744073709551616' }) });
+    assert.equal(overflow.status, 400);
+    assert.deepEqual(await overflow.json(), { code: 3, message: 'stock: "18446744073709551616" is not within the range of uint64', details: [] });
+    const bigEnum = await fetch(`${sc.url}/v1/shelves/s9/items?colors=2147483648`);
+    assert.equal(bigEnum.status, 400);
+    assert.match(((await bigEnum.json()) as { message: string }).message, /^colors: 2147483648 is not a value of Color$/u);
   });
 
   it('maps every gRPC code to its HTTP status (google/rpc/code.proto)', async () => {
