@@ -15,18 +15,22 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The programs the test suites start, the Debian package of each, and the
- * variable a test reads to find it elsewhere. Not here: h2load and nginx (the
- * load benchmark only), kubectl (a comparison made only where it is installed).
+ * variable a test reads to find it elsewhere. Not here: nginx (the load
+ * benchmark only). A suite that needs a program not listed must skip, and say so,
+ * never pass with nothing checked.
  */
 export const PROGRAMS = [
   { program: 'prometheus', pkg: 'prometheus', env: 'RPCSCOPE_PROMETHEUS' }, // test/support/prometheus.ts
   { program: 'promtool', pkg: 'prometheus', env: 'RPCSCOPE_PROMTOOL' }, // test/deploy/promql.ts
   { program: 'chromium', pkg: 'chromium', env: 'RPCSCOPE_CHROMIUM' }, // test/panel/panel.test.ts
   { program: 'dnsmasq', pkg: 'dnsmasq-base', env: 'RPCSCOPE_DNSMASQ' }, // test/fleet/dns-server.ts
+  { program: 'ip', pkg: 'iproute2', env: undefined }, // test/cluster/netns.ts: pods as network namespaces
+  { program: 'iptables', pkg: 'iptables', env: undefined }, // test/cluster/kube-proxy-rules.ts: the Service VIP's DNAT, blackholes
   { program: 'openssl', pkg: 'openssl', env: undefined }, // sidecar/test/support/certs.ts
   { program: 'curl', pkg: 'curl', env: undefined }, // test/acceptance/data-plane-http-versions.test.ts
   { program: 'nghttp', pkg: 'nghttp2-client', env: undefined }, // test/acceptance/relay-equivalence.test.ts
   { program: 'h2load', pkg: 'nghttp2-client', env: undefined }, // test/acceptance/relay-equivalence.test.ts
+  { program: 'kubectl', pkg: 'kubectl', env: undefined }, // test/deploy/kustomize.ts (kubernetes, injection and kube-prometheus-stack tests)
   // A gRPC C-core server for interop (sidecar/test/support/server-process.ts): a python3 that imports grpc.
   { program: 'python3', pkg: 'python3-grpcio', env: 'RPCSCOPE_PYTHON_GRPCIO', module: 'grpc' },
   // grpc-go for interop (test/reliability/interop/peers.ts): go, and Debian's grpc-go sources, built in GOPATH mode.

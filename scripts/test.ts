@@ -1,7 +1,9 @@
 // The whole test suite, as `npm test` runs it: static checks, the panel plugin's
 // own suite and build, then every node:test file of the workspace (unit,
 // integration, acceptance, real Prometheus, the panel in Chromium). Ends with one
-// summary line that counts every test of every runner.
+// summary line that counts every test of every runner: passed, failed (a test
+// cancelled, e.g. by a timeout, counts as failed) and skipped; the line before it
+// counts skipped and todo tests, which neither pass nor fail, so that none hides.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +18,19 @@ interface StepResult {
   ok: boolean;
   passed: number;
   failed: number;
+  /** Tests not run (`skip`), counted apart so that a suite skipping itself shows. */
+  skipped: number;
+  /** Tests marked `todo`: run, but neither passed nor failed. */
+  todo: number;
   seconds: number;
+}
+
+interface Counts {
+  ok: boolean;
+  passed?: number;
+  failed?: number;
+  skipped?: number;
+  todo?: number;
 }
 
 function run(cmd: string, args: string[], cwd = root, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; output: string }> {
@@ -43,11 +57,11 @@ function findTests(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-async function step(name: string, fn: () => Promise<{ ok: boolean; passed?: number; failed?: number }>): Promise<StepResult> {
+async function step(name: string, fn: () => Promise<Counts>): Promise<StepResult> {
   process.stdout.write(`\n== ${name}\n`);
   const t0 = Date.now();
   const r = await fn();
-  const res = { name, ok: r.ok, passed: r.passed ?? 0, failed: r.failed ?? (r.ok ? 0 : 1), seconds: (Date.now() - t0) / 1000 };
+  const res = { name, ok: r.ok, passed: r.passed ?? 0, failed: r.failed ?? (r.ok ? 0 : 1), skipped: r.skipped ?? 0, todo: r.todo ?? 0, seconds: (Date.now() - t0) / 1000 };
   process.stdout.write(`== ${name}: ${res.ok ? 'ok' : 'FAILED'} (${res.seconds.toFixed(1)} s)\n`);
   return res;
 }
@@ -65,18 +79,24 @@ results.push(
     const { code, output } = await run(bin('grafana-plugin', 'jest'), ['--ci', '--maxWorkers', '2'], plugin);
     const line = /^Tests:\s+(.*)$/m.exec(output)?.[1] ?? '';
     const count = (what: string): number => Number(new RegExp(`(\\d+) ${what}`).exec(line)?.[1] ?? 0);
-    return { ok: code === 0, passed: count('passed'), failed: count('failed') + (code !== 0 && count('failed') === 0 ? 1 : 0) };
+    return { ok: code === 0, passed: count('passed'), failed: count('failed') + (code !== 0 && count('failed') === 0 ? 1 : 0), skipped: count('skipped'), todo: count('todo') };
   }),
 );
 // The browser tests load the built plugin.
 results.push(await step('panel plugin: build', check(process.execPath, ['.config/build.mjs'], plugin)));
-/** Runs node:test files (with the environment added) and counts their tests from a TAP report. */
-async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<{ ok: boolean; passed: number; failed: number }> {
+/**
+ * Runs node:test files (with the environment added) and counts their tests from
+ * the TAP report's closing `# pass`, `# fail`, `# cancelled`, `# skipped` and
+ * `# todo` lines. A cancelled test (a timeout, a parent that failed) is not in
+ * `# fail`; it counts as failed here.
+ */
+async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<Required<Counts>> {
   const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
   const { code } = await run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], root, env);
   const text = readFileSync(tap, 'utf8');
   const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { ok: code === 0, passed: num('pass'), failed: num('fail') + (code !== 0 && num('fail') === 0 ? 1 : 0) };
+  const failed = num('fail') + num('cancelled');
+  return { ok: code === 0, passed: num('pass'), failed: failed + (code !== 0 && failed === 0 ? 1 : 0), skipped: num('skipped'), todo: num('todo') };
 }
 
 const allTests = ['sidecar/test', 'demo/test', 'test'].flatMap((d) => findTests(join(root, d))).sort();
@@ -96,8 +116,11 @@ results.push(
 );
 
 process.stdout.write('\n');
-for (const r of results) process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name.padEnd(28)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(3)} failed  ${r.seconds.toFixed(1)} s\n`);
-const passed = results.reduce((n, r) => n + r.passed, 0);
-const failed = results.reduce((n, r) => n + r.failed, 0);
-process.stdout.write(`tests: ${passed} passed, ${failed} failed\n`);
+for (const r of results) {
+  process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name.padEnd(40)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(3)} failed ${String(r.skipped).padStart(3)} skipped ${String(r.todo).padStart(3)} todo  ${r.seconds.toFixed(1)} s\n`);
+}
+const total = (k: 'passed' | 'failed' | 'skipped' | 'todo'): number => results.reduce((n, r) => n + r[k], 0);
+process.stdout.write(`not passed and not failed: ${total('skipped')} skipped, ${total('todo')} todo\n`);
+// The last line is what CI reads: `N passed, N failed`, and only `, N skipped` may follow.
+process.stdout.write(`tests: ${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped\n`);
 process.exit(results.every((r) => r.ok) ? 0 : 1);

@@ -9,6 +9,7 @@ import { MetricsHistory } from './metrics-history.ts';
 import { startLivePage, type LivePage } from './live-page.ts';
 import { podFigures } from './story-figures.ts';
 import { migrationFigures, renderMigration } from './story-migration.ts';
+import { diagnoseDemo, renderDiagnose, type DiagnoseOutput } from './story-diagnose.ts';
 import { renderSummary, summarize } from './story-summary.ts';
 import { startStoryTraffic, storyTimeline } from './story-traffic.ts';
 import { renderLine, renderScreen, type ViewState } from './story-view.ts';
@@ -97,7 +98,11 @@ export async function runStory(args: DemoArgs): Promise<number> {
       if (tty) out.write(`\x1b[H\x1b[2J${renderScreen(view, true)}\n`);
       else out.write(`${renderLine(view)}\n`);
     };
+    let diagnosedBefore: DiagnoseOutput | undefined;
     const remedy = async (): Promise<void> => {
+      // What `rpcscope diagnose` says of the pinned window, asked as the remedy begins.
+      // Awaited: the pinned pod's sidecar, restarted first, must still answer its /debug/connections.
+      if (page) diagnosedBefore = await diagnoseDemo(page.prometheusUrl, 'Before the remedy (the pinned window):', Date.now() - (startedMs + timeline.before[0]));
       await history.scrape();
       const before = podFigures(history, pods, startedMs + timeline.before[0], Date.now());
       view.pinned = before.top;
@@ -135,6 +140,13 @@ export async function runStory(args: DemoArgs): Promise<number> {
 
     const summary = summarize({ history, tallies, timeline, startedMs, pods, outbound: BALANCED_CALLER, rolledOutMs: view.rolledOutMs, split: SPLIT, podLogs: podLogs() });
     out.write(`\n${renderSummary(summary)}\n`);
+    if (page && diagnosedBefore && view.rolledOutMs !== undefined) {
+      // After it: the healed window, against the pinned one.
+      const now = Date.now();
+      const healedFrom = view.rolledOutMs + 2000;
+      const after = await diagnoseDemo(page.prometheusUrl, 'After the remedy (the healed window, against the pinned one):', now - healedFrom, [now - (startedMs + timeline.before[0]), now - (startedMs + timeline.remedyMs)]);
+      out.write(`\n${renderDiagnose([diagnosedBefore, after])}\n`);
+    } else if (!page) out.write('\n(rpcscope diagnose needs the demo\'s Prometheus: run without --no-page, with prometheus on PATH)\n');
     if (page) out.write(`\nThe panel page was ${page.url}; it stops with the demo.\n`);
     if (args.summaryJson) await writeFile(args.summaryJson, `${JSON.stringify(summary, null, 2)}\n`);
     return 0;

@@ -150,6 +150,19 @@ export interface StoryOptions {
   seed?: number;
 }
 
+/**
+ * The regression of the story: the storefront's gRPC-Web calls take this much
+ * longer in the app (as a browser's calls would behind a slow proxy), what
+ * `rpcscope diagnose` names at the end of the run against REST, the baseline.
+ */
+export const GRPC_WEB_EXTRA_MS = 150;
+
+function slowerGrpcWeb(client: StoryClient, protocol: StorefrontProtocol, call: StoryCall): StoryCall {
+  if (client !== 'storefront' || protocol !== 'grpc_web' || call.operation === 'WatchOrders') return call;
+  const asked = Number(call.headers?.[DELAY_HEADER] ?? 0);
+  return { ...call, headers: { ...call.headers, [DELAY_HEADER]: String(asked + GRPC_WEB_EXTRA_MS) } };
+}
+
 /** A call due while this many are open is skipped, so a stalled fleet cannot pile calls up. */
 const MAX_IN_FLIGHT = 64;
 
@@ -192,7 +205,7 @@ export function startStoryTraffic(opts: StoryOptions): StoryTraffic {
   };
 
   const launch = (client: StoryClient, protocol: StorefrontProtocol, scenario: Scenario): void => {
-    const call = keyed(scenario.call(random));
+    const call = slowerGrpcWeb(client, protocol, keyed(scenario.call(random)));
     track((client === 'storefront' ? storefront[protocol] : backoffice).call(call, stopped.signal).then((outcome) => tally(client, protocol, scenario.name, call, outcome)));
   };
 

@@ -1,6 +1,7 @@
 // The rpcscope command: read the settings, start the sidecar, drain on SIGTERM;
 // or only check the settings, or print the help or the version.
 import { checkReport } from './check.ts';
+import { COMMANDS } from './cli/commands.ts';
 import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
@@ -20,6 +21,9 @@ function configFailure(err: unknown): number {
 }
 
 async function main(): Promise<number> {
+  // `rpcscope diagnose|top|tap …`: a command that reads sidecars rather than being one.
+  const command = COMMANDS[process.argv[2] ?? ''];
+  if (command !== undefined) return command(process.argv.slice(3), { stdout: process.stdout, stderr: process.stderr, env: process.env });
   let config: Config;
   let files: StartFiles;
   try {

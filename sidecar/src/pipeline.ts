@@ -17,12 +17,15 @@ import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
+import { AdminAuth } from './admin/admin-auth.ts';
 import { createConnectionsView, type ConnectionsView } from './admin/connections-view.ts';
+import { createTap, type Tap } from './admin/tap.ts';
 import { EwmaPicker } from './balancer/picker-ewma.ts';
 import { LeastRequestPicker } from './balancer/picker-least-request.ts';
 import { RoundRobinPicker } from './balancer/picker-round-robin.ts';
 import { StickyPicker } from './balancer/picker-sticky.ts';
 import type { Picker } from './balancer/picker.ts';
+import { connectProbe } from './balancer/connect-probe.ts';
 import { dnsResolver, staticResolver } from './balancer/resolver.ts';
 import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './balancer/upstreams.ts';
 import type { Config } from './config/load.ts';
@@ -89,9 +92,20 @@ interface Terminating {
   connectFailures: ConnectFailureLog;
 }
 
-function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number, faults: Faults): Terminating {
+function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number, faults: Faults, upstreams: Upstreams): Terminating {
   const connectFailures = new ConnectFailureLog(log);
-  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures);
+  // Upstream sessions are PINGed in outbound mode, where endpoints are pods on other nodes that can vanish;
+  // an inbound sidecar's app shares its pod, whose death the kernel reports at once, and gRPC servers' ping
+  // policies (grpc-go, C-core: no more than one every 5 minutes) would answer PINGs with ENHANCE_YOUR_CALM.
+  const { keepaliveIntervalMs: intervalMs, keepaliveTimeoutMs: timeoutMs } = config;
+  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
+    tcpIdleMs: intervalMs,
+    ping: config.mode === 'outbound' ? { intervalMs, timeoutMs } : undefined,
+    onTimeout: (href) => {
+      faults.keepaliveTimedOut('upstream');
+      upstreams.keepaliveTimedOut(href);
+    },
+  });
   // HTTP/1.1 has one call per connection: a burst of calls connects a slice at a time and queues, within limits.
   const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
     maxConnections: config.upstreamMaxConnections,
@@ -127,7 +141,7 @@ const PICKERS: Record<Config['balance'], () => Picker> = {
   sticky: () => new StickyPicker(),
 };
 
-function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams['opts']['retire']): Upstreams {
+function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams['opts']['retire'], faults: Faults): Upstreams {
   if (config.mode === 'inbound') return fixedUpstreams(config.upstream, config.grpcUpstream);
   const { upstream, endpoints, dnsServer } = config;
   const dns = dnsServer ? `${dnsServer.host.includes(':') ? `[${dnsServer.host}]` : dnsServer.host}:${dnsServer.port}` : undefined;
@@ -138,25 +152,31 @@ function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams[
     resolveIntervalMs: config.resolveIntervalMs,
     log,
     retire,
+    // An ejected endpoint returns once a connection to it can be made again (balancer/outlier-ejection.ts).
+    probe: (target) => connectProbe(target, config.connectTimeoutMs),
+    onEjected: (reason) => faults.endpointEjected(reason),
   });
 }
 
 // ── observe ─────────────────────────────────────────────────────────────────
 // Every stage reports calls, connections and GOAWAYs to one observer: the
 // observation's (metrics, access log), the balancer's (downstream connection
-// closes, for the sticky picker) and the connection view; an observer's fault is
-// counted and contained, never the call's.
+// closes, for the sticky picker), the connection view and the tap (which costs
+// a call nothing while nobody watches); an observer's fault is counted and
+// contained, never the call's.
 interface Observing {
   observation: Observation;
   connections: ConnectionsView;
+  tap: Tap;
   observer: Observer;
 }
 
 function observing(observe: ObservationFactory, upstreams: Upstreams, faults: Faults): Observing {
   const observation = observe(() => upstreams.known(), faults);
-  const connections = createConnectionsView();
-  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer], (err) => faults.internalError('observer', err));
-  return { observation, connections, observer };
+  const connections = createConnectionsView(() => upstreams.describe());
+  const tap = createTap();
+  const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer, tap.observer], (err) => faults.internalError('observer', err));
+  return { observation, connections, tap, observer };
 }
 
 // ── assembly ────────────────────────────────────────────────────────────────
@@ -170,10 +190,11 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h2.closeTarget(target);
     h1.closeTarget(target);
   };
-  const upstreams = createUpstreams(config, log, retire);
   const faults = new Faults(log);
-  const { observation, connections, observer } = observing(observe, upstreams, faults);
-  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults);
+  const upstreams = createUpstreams(config, log, retire, faults);
+  faults.ejectedNow = () => upstreams.ejectedCount();
+  const { observation, connections, tap, observer } = observing(observe, upstreams, faults);
+  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams);
 
   const ctx: ProxyContext = {
     config,
@@ -205,9 +226,13 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const listener = accept(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
-  // --debug-endpoints false: the admin port says nothing about who is connected.
-  const adminHandlers = new Map([...observation.adminHandlers, ...(config.debugEndpoints ? [['/debug/connections', connections.handler] as const] : [])]);
-  const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, onFault: (err) => faults.internalError('admin', err) });
+  // --debug-endpoints false: the admin port says nothing about who is connected or what they call.
+  const debugHandlers = [['/debug/connections', connections.handler], ['/debug/tap', tap.handler]] as const;
+  const adminHandlers = new Map([...observation.adminHandlers, ...(config.debugEndpoints ? debugHandlers : [])]);
+  // /debug/* answers loopback callers and holders of --admin-token-file's token; /metrics and the probes stay open.
+  const auth = new AdminAuth(config.adminTokenFile);
+  observation.addMetrics?.((openMetrics) => auth.render(openMetrics));
+  const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, admitDebug: (req, res) => auth.admit(req, res), onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);
   listening = true;

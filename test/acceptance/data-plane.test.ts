@@ -6,6 +6,9 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startConnectEcho, startGrpcJsEcho, type Upstream } from '@rpcscope/demo';
+import { scrape } from '../support/admin-scrape.ts';
+import { eventually } from '../support/eventually.ts';
+import { sum } from '../support/metrics-text.ts';
 import { RPCSCOPE_BIN, startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 /** One gRPC length-prefixed message with an empty (all-default) protobuf body. */
@@ -42,6 +45,26 @@ function rawH2(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHea
     req.on('error', reject);
     if (body) req.end(body);
   });
+}
+
+/** How a new connection to `port` fares: `connected` (closed again at once) or the error's code. */
+function connectOutcome(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    sock.on('connect', () => {
+      sock.destroy();
+      resolve('connected');
+    });
+    sock.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+/**
+ * Resolves once the sidecar has `n` calls in flight: a signal sent before it has
+ * read a call's request would have that call refused rather than drained.
+ */
+async function callsInFlight(sc: SidecarProcess, n: number): Promise<void> {
+  await eventually(async () => sum(await scrape(sc.adminUrl), 'rpcscope_calls_active') === n, `${n} calls in flight`);
 }
 
 describe('rpcscope binary: the data plane', () => {
@@ -128,21 +151,25 @@ describe('rpcscope binary: SIGTERM drains without losing a call', () => {
       let goaway: number | undefined;
       session.on('goaway', (code) => (goaway = code));
       session.on('error', () => {});
-      const h2Calls = [0, 1, 2].map(() => rawH2(session, { ':path': '/v1/slow?ms=1500' }));
-      const h1Call = rawH1(sc.port, 'GET /v1/slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n');
-      await new Promise((r) => setTimeout(r, 300));
+      // Calls that outlast what the drain is checked for below by seconds, on any machine.
+      const slowMs = 4000;
+      const h2Calls = [0, 1, 2].map(() => rawH2(session, { ':path': `/v1/slow?ms=${slowMs}` }));
+      const h1Call = rawH1(sc.port, `GET /v1/slow?ms=${slowMs} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await callsInFlight(sc, 4);
       sc.proc.kill('SIGTERM');
-      await new Promise((r) => setTimeout(r, 200));
 
-      assert.equal(goaway, http2.constants.NGHTTP2_NO_ERROR, 'HTTP/2 client told to go away');
-      assert.equal((await fetch(`${sc.adminUrl}/readyz`)).status, 503);
-      await assert.rejects(
-        new Promise((resolve, reject) => net.connect(sc.port, '127.0.0.1').on('connect', resolve).on('error', reject)),
-        /ECONNREFUSED/,
-      );
+      // Each waited for rather than read after a fixed 200 ms: the drain's steps, as clients see them.
+      assert.equal(await eventually(() => goaway, 'a GOAWAY to the HTTP/2 client'), http2.constants.NGHTTP2_NO_ERROR, 'HTTP/2 client told to go away');
+      await eventually(async () => (await fetch(`${sc.adminUrl}/readyz`)).status === 503, '/readyz answering 503');
+      await eventually(async () => {
+        const outcome = await connectOutcome(sc.port);
+        if (outcome !== 'ECONNREFUSED') throw new Error(`a new connection: ${outcome}`);
+        return outcome;
+      }, 'new connections refused');
+      assert.equal(sc.proc.exitCode, null, 'still draining the calls in flight');
 
       const results = await Promise.all(h2Calls);
-      for (const r of results) assert.deepEqual([r.headers[':status'], JSON.parse(r.body.toString())], [200, { slept_ms: 1500 }]);
+      for (const r of results) assert.deepEqual([r.headers[':status'], JSON.parse(r.body.toString())], [200, { slept_ms: slowMs }]);
       const h1 = await h1Call;
       assert.match(h1, /^HTTP\/1\.1 200 /);
       // A call still answered during the drain tells the HTTP/1.1 client to close.
@@ -160,13 +187,15 @@ describe('rpcscope binary: SIGTERM drains without losing a call', () => {
     try {
       const session = http2.connect(sc.url);
       session.on('error', () => {});
-      const req = session.request({ ':path': '/v1/slow?ms=10000' });
+      // A call the upstream holds for a minute: only the drain timeout can end it in time.
+      const req = session.request({ ':path': '/v1/slow?ms=60000' });
       req.on('error', () => {});
-      await new Promise((r) => setTimeout(r, 300));
+      await callsInFlight(sc, 1);
       const t0 = Date.now();
       sc.proc.kill('SIGTERM');
       assert.equal(await sc.exited, 0);
-      assert.ok(Date.now() - t0 < 3000);
+      // Far from the call's minute, and far above the 300 ms timeout plus a busy machine's delays.
+      assert.ok(Date.now() - t0 < 30_000, `exited ${Date.now() - t0} ms after SIGTERM`);
       assert.match(sc.log(), /drain timeout: calls still in flight were ended","unfinished":1/);
     } finally {
       await upstream.close();

@@ -10,6 +10,7 @@ import { after, before, it } from 'node:test';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
 import { startGrpcJsEcho, type Upstream } from '@rpcscope/demo';
+import { eventually } from '../support/eventually.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 const CHROMIUM = process.env.RPCSCOPE_CHROMIUM ?? '/usr/bin/chromium';
@@ -53,7 +54,13 @@ it('a browser calls a grpc-js server through the bridge: unary, server streaming
     streamed: ['tick#0', 'tick#1', 'tick#2', 'tick#3'],
     error: '[not_found] requested failure',
   });
-  const metrics = await (await fetch(`${sidecar.adminUrl}/metrics`)).text();
-  assert.match(metrics, /^rpcscope_translated_calls_total\{protocol="grpc_web",translation="grpc_web_to_grpc",operation="echo.v1.EchoService\/Echo"\} 2$/mu);
-  assert.match(metrics, /^rpcscope_translated_calls_total\{protocol="grpc_web",translation="grpc_web_to_grpc",operation="echo.v1.EchoService\/ServerStream"\} 1$/mu);
+  // The sidecar counts a call when it has ended there, which can be a moment after
+  // the browser has its answer: the counts are waited for, not read once at once.
+  // A count past the expected one never matches, and fails at the wait's end.
+  await eventually(async () => {
+    const metrics = await (await fetch(`${sidecar.adminUrl}/metrics`)).text();
+    assert.match(metrics, /^rpcscope_translated_calls_total\{protocol="grpc_web",translation="grpc_web_to_grpc",operation="echo.v1.EchoService\/Echo"\} 2$/mu);
+    assert.match(metrics, /^rpcscope_translated_calls_total\{protocol="grpc_web",translation="grpc_web_to_grpc",operation="echo.v1.EchoService\/ServerStream"\} 1$/mu);
+    return true;
+  }, 'the translated calls counted');
 });

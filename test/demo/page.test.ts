@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
+import { eventually } from '../support/eventually.ts';
 import '../support/sidecar-process.ts';
 import { cachedHarnessBundle } from '../../demo/src/harness-bundle-cache.ts';
 
@@ -33,8 +34,8 @@ async function processesMarked(): Promise<number[]> {
 
 /** The frame of one mode once it has rendered at least `renders` times. */
 async function frameOf(mode: string, renders: number): Promise<Frame> {
-  const frame = page.frame({ url: (u: URL) => u.search === `?mode=${mode}` });
-  assert.ok(frame, `the page has the ${mode} frame`);
+  // The frames attach as the page loads them, while the demo builds their bundle.
+  const frame = await eventually(() => page.frame({ url: (u: URL) => u.search === `?mode=${mode}` }) ?? undefined, `the page has the ${mode} frame`, 90_000);
   // Runs in the page: its document is the browser's.
   const rendered = (n: number): boolean => Number((globalThis as unknown as { document: { body: { dataset: Record<string, string | undefined> } } }).document.body.dataset.renders ?? 0) >= n;
   await frame.waitForFunction(rendered, renders, { timeout: 90_000 });
@@ -76,22 +77,34 @@ after(async () => {
 });
 
 test('the three modes show live values: the protocols table, before/after rows, the pinned pod', async () => {
-  // Past the migration (15 s of 60) and before the remedy (24 s): gRPC carries
-  // the storefront and one pod is pinned. The frames render every 5 s.
-  await new Promise((r) => setTimeout(r, 16_000));
-  const protocols = await frameOf('protocols', 2);
+  // The pinned pod first, watched for from the page's first render on: it shows
+  // once gRPC carries the storefront (15 s of 60) and goes with the remedy (24 s).
+  // Waiting for it, not sleeping a fixed time first, cannot look past that window
+  // however late the page came up or however slowly the frames render (every 5 s).
+  const pods = await frameOf('pods', 1);
+  // Runs in the page: one reading of its document, so the sentence and the rows are from the same render.
+  const pinnedNow = (): { sentence: string; rows: number } | false => {
+    const doc = (globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null; querySelectorAll(s: string): { length: number } } }).document;
+    const rows = doc.querySelectorAll('tr[data-pinned="true"]').length;
+    return rows > 0 && { sentence: doc.querySelector('[data-role="pinned"]')?.textContent ?? '', rows };
+  };
+  const pinned = (await (await pods.waitForFunction(pinnedNow, undefined, { timeout: 90_000, polling: 250 })).jsonValue()) as { sentence: string; rows: number };
+  const at = [...stdout.matchAll(/^\[\s*(\d+) s\]/gm)].at(-1)?.[1] ?? '?';
+  assert.match(pinned.sentence, /^Pinned: orders-\d takes \d+ % of calls/, `at ${at} s of the demo`);
+  assert.equal(pinned.rows, 1, `one pinned row at ${at} s of the demo`);
+  await page.locator('#pods').screenshot({ path: join(ARTIFACTS, 'pods.png') });
+
+  // The protocols table once it has values for gRPC and tRPC beside REST (the frames render every 5 s).
+  const protocols = await frameOf('protocols', 1);
+  const cell = (protocol: string): string => `td[data-protocol="${protocol}"][data-metric="p99"]`;
+  await protocols.locator(cell('grpc')).first().filter({ hasText: /\d/ }).waitFor({ timeout: 90_000 });
+  await protocols.locator(cell('trpc')).first().filter({ hasText: /\d/ }).waitFor({ timeout: 90_000 });
   const headers = await protocols.locator('thead th').allTextContents();
   assert.ok(headers.includes('RESTbaseline') && headers.includes('gRPC'), `protocol columns: ${headers.join(', ')}`);
-  assert.match((await protocols.locator('td[data-protocol="grpc"][data-metric="p99"]').first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
+  assert.match((await protocols.locator(cell('grpc')).first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
   // The web app's tRPC procedures share the operations of their gRPC twins: a column beside them.
   assert.ok(headers.some((h) => /trpc/i.test(h)), `a tRPC column: ${headers.join(', ')}`);
-  assert.match((await protocols.locator('td[data-protocol="trpc"][data-metric="p99"]').first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
-
-  // The pinned pod first: the remedy at 24 s ends the pinning.
-  const pods = await frameOf('pods', 2);
-  assert.match((await pods.locator('[data-role="pinned"]').textContent()) ?? '', /^Pinned: orders-\d takes \d+ % of calls/);
-  assert.equal(await pods.locator('tr[data-pinned="true"]').count(), 1);
-  await page.locator('#pods').screenshot({ path: join(ARTIFACTS, 'pods.png') });
+  assert.match((await protocols.locator(cell('trpc')).first().textContent()) ?? '', /\d+(\.\d+)? (ms|µs|s)/);
 
   // A before/after row needs enough calls in both halves of the run so far; on a
   // slow first run that may take a few more renders.
@@ -124,8 +137,10 @@ test('the migration block shows the split and the shadow at work', async () => {
 
 test('after the rollout of --max-connection-age the pods mode shows no pinned pod', async () => {
   // The remedy starts at 24 s of 60 and takes a few seconds; the frames render every 5 s.
+  // Given until past the demo's end (60 s of its own): this test may start well before
+  // the remedy, now that the first one stops waiting as soon as it has seen the pinned pod.
   const pods = await frameOf('pods', 1);
-  await pods.locator('tr[data-pinned="true"]').waitFor({ state: 'detached', timeout: 40_000 });
+  await pods.locator('tr[data-pinned="true"]').waitFor({ state: 'detached', timeout: 90_000 });
   assert.equal(await pods.locator('tr[data-pod]').count(), 3, 'every pod still has a row');
   await page.locator('#pods').screenshot({ path: join(ARTIFACTS, 'pods-healed.png') });
 });

@@ -1,9 +1,9 @@
 // Builds a kustomization the way `kubectl kustomize` does, for the subset of
 // Kustomize that deploy/kubernetes uses: resources (files and directories),
 // components, strategic-merge patches (with or without a target), namespace
-// and images. Neither kubectl nor kustomize can be installed from Debian or
-// npm, so the tests build overlays with this; where kubectl happens to be on
-// the machine, a test checks that both agree.
+// and images. The tests build overlays with this, and check that it agrees with
+// `kubectl kustomize` (kubectl is one of the programs scripts/preflight.mjs checks
+// for).
 import { readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -158,7 +158,7 @@ export function kustomize(dir: string): Resource[] {
   return build(resolve(dir), 'Kustomization');
 }
 
-/** `kubectl kustomize dir` itself, or undefined where kubectl is not installed. */
+/** `kubectl kustomize dir` itself, or undefined where kubectl is not installed (a test that needs it asserts it is). */
 export function kubectlKustomize(dir: string): Resource[] | undefined {
   const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
   if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;

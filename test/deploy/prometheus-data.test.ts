@@ -1,8 +1,10 @@
 // Every dashboard expression and every recording rule, evaluated by a real
 // Prometheus that has scraped real sidecars carrying traffic
 // (test/support/recorded-stack.ts), must return data: a query that names a
-// series no sidecar exports, or joins on a label that is not there, comes back
-// empty.
+// series no sidecar exports, joins on a label that is not there, or matches a
+// misspelt label, comes back empty. The dashboards' variables are given real
+// values from the data, never `.*`: `namspace=~".*"` matches every series (the
+// label is absent, and "" matches), `namspace=~"demo"` none.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
@@ -13,20 +15,25 @@ import { RULES_FILE as RULES, startRecordedStack, type RecordedStack } from '../
 import { loadContract } from './metrics-contract.ts';
 import { dashboardExpressions, substitute } from './promql.ts';
 
+/** The `cluster` target label the stack's targets carry, so that the dashboards' cluster matcher selects something. */
+const CLUSTER = 'test-cluster';
+/** The dashboards' label variables: each matched as `label=~"$label"`. */
+const LABEL_VARIABLES = ['cluster', 'namespace', 'service', 'pod', 'method', 'operation', 'direction'] as const;
 // Grafana's $__rate_interval is four scrape intervals at least; the scrape
 // interval here is 1 s. The before/after offset is shrunk to fit the few
 // seconds of history the test has.
-const DATA_VALUES: Record<string, string> = {
-  cluster: '.*',
-  namespace: '.*',
-  service: '.*',
-  pod: '.*',
-  method: '.*',
-  operation: '.*',
-  direction: '.*',
-  compare: '3s',
-  __rate_interval: '4s',
-};
+const TIME_VALUES = { compare: '3s', __rate_interval: '4s' };
+/** Filled in once the data is there: each label variable as Grafana sends a multi-value selection of every value the data holds. */
+let DATA_VALUES: Record<string, string> = { ...TIME_VALUES };
+
+/**
+ * A multi-value Grafana variable in a Prometheus regex matcher: the values,
+ * regex-escaped, as one alternation (what "All" becomes without a custom
+ * all-value). Escaped once more for the PromQL string the matcher is written in.
+ */
+function anyOf(values: readonly string[]): string {
+  return `(${values.map((v) => v.replace(/[$^*+?.()|\\{}[\]]/g, '\\\\$&')).join('|')})`;
+}
 
 let stack: RecordedStack;
 let prom: RunningPrometheus;
@@ -39,7 +46,7 @@ function value(samples: { value: [number, string] }[]): number {
 describe('against a real Prometheus scraping sidecars with traffic', () => {
   before(async () => {
     // With the gateway pod, whose translated and shadow calls the migration dashboard reads.
-    stack = await startRecordedStack({ migration: true });
+    stack = await startRecordedStack({ migration: true, cluster: CLUSTER });
     prom = stack.prometheus;
     // The longest look-back any expression needs: a rate window behind an offset.
     await prom.waitForData(`rate(rpcscope_calls_total[${DATA_VALUES.__rate_interval}] offset ${DATA_VALUES.compare})`, 30_000);
@@ -47,10 +54,33 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     for (const family of ['rpcscope_translated_calls_total', 'rpcscope_translation_seconds_bucket', 'rpcscope_shadow_calls_total']) {
       await prom.waitForData(`rate(${family}[${DATA_VALUES.__rate_interval}])`, 60_000);
     }
+    // The values a user could pick, from the series the variables themselves are read from.
+    const values: Record<string, string> = {};
+    for (const label of LABEL_VARIABLES) {
+      const found = [...new Set((await prom.query(`group by (${label}) (rpcscope_calls_total)`)).map((s) => s.metric[label] ?? ''))].filter((v) => v !== '').sort();
+      assert.ok(found.length > 0, `the data has no ${label} value`);
+      values[label] = anyOf(found);
+    }
+    // The direction variable shows one direction at a time; inbound is its default.
+    values.direction = 'inbound';
+    DATA_VALUES = { ...values, ...TIME_VALUES };
   });
 
   after(async () => {
     await stack?.stop();
+  });
+
+  it('the variables\' values catch a misspelt label matcher, which .* would not', async () => {
+    assert.equal(DATA_VALUES.cluster, `(${CLUSTER})`);
+    assert.equal(DATA_VALUES.namespace, '(demo)');
+    assert.equal(DATA_VALUES.service, '(orders|orders-gateway)');
+    for (const label of LABEL_VARIABLES) {
+      const matcher = (name: string, value: string): string => `count(rpcscope_calls_total{${name}=~"${value}"})`;
+      const misspelt = `${label.slice(0, -1)}x`;
+      assert.ok((await prom.query(substitute(matcher(label, `$${label}`), DATA_VALUES))).length > 0, `${label}=~"$${label}" selects data`);
+      assert.deepEqual(await prom.query(substitute(matcher(misspelt, `$${label}`), DATA_VALUES)), [], `${misspelt}=~"$${label}" selects nothing`);
+      assert.ok((await prom.query(matcher(misspelt, '.*'))).length > 0, `${misspelt}=~".*" would have selected data`);
+    }
   });
 
   it('scrapes every target', async () => {

@@ -69,6 +69,7 @@ export interface LoadOptions extends CallOptions {
 }
 
 export interface LoadResult {
+  /** Each call's result, in the order the calls were started (not the order they ended). */
   results: CallResult[];
   /** Calls answered per pod (`x-pod`). */
   perPod: Record<string, number>;
@@ -82,6 +83,9 @@ export async function sendLoad(client: OrderClient, opts: LoadOptions): Promise<
   const spacingMs = opts.durationMs === undefined ? 0 : (opts.durationMs * concurrency) / opts.calls;
   const results: CallResult[] = [];
   let started = 0;
+  // Where each call lands in `results`: the order the calls really went out, which
+  // the workers' spacing can make differ from the order they were taken in.
+  let sent = 0;
   const begin = Date.now();
   const worker = async (w: number): Promise<void> => {
     while (started < opts.calls) {
@@ -89,7 +93,8 @@ export async function sendLoad(client: OrderClient, opts: LoadOptions): Promise<
       const due = begin + Math.floor(n / concurrency) * spacingMs + (w * spacingMs) / concurrency;
       const wait = due - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      results.push(await client.getOrder(`ord-${String((n % 24) + 1).padStart(6, '0')}`, opts));
+      const slot = sent++;
+      results[slot] = await client.getOrder(`ord-${String((n % 24) + 1).padStart(6, '0')}`, opts);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));

@@ -48,6 +48,21 @@ export async function clientThroughBalancer(fleet: Fleet, opts: { calls: number;
   return { load, perPod, connections, goaways };
 }
 
+/**
+ * How closely a run's calls follow a cycle over `endpoints` pods: the share of
+ * calls answered by the same pod as the call started `endpoints` places later.
+ * Round robin from one client gives 1, less the few places where calls overtook
+ * one another on the way or a pick was made again. A picker that chooses at random
+ * matches each pair with probability 1/endpoints, independently (the pods of one
+ * chain of calls n, n+N, n+2N... are independent draws), so its share is a
+ * binomial proportion around 1/endpoints.
+ */
+export function cycleShare(results: readonly CallResult[], endpoints: number): number {
+  let same = 0;
+  for (let i = 0; i + endpoints < results.length; i++) if (results[i]!.pod === results[i + endpoints]!.pod) same++;
+  return same / (results.length - endpoints);
+}
+
 export interface OutboundRun {
   load: LoadResult;
   /** The outbound sidecar's rpcscope_upstream_calls_total by endpoint, during the run. */

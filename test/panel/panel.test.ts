@@ -139,6 +139,8 @@ const HEADLINE_METRICS = [
   { refId: 'rate', label: 'calls', ratio: false },
   { refId: 'errors', label: 'errors', ratio: true },
 ];
+/** Protocols mode ranks no call volume: how many calls a protocol carries says nothing about the protocol. */
+const PROTOCOL_HEADLINE_METRICS = HEADLINE_METRICS.filter((m) => m.refId !== 'rate');
 
 /** The changes past the default thresholds between two series of each metric, largest first. */
 function changesOf(
@@ -416,7 +418,7 @@ describe('the built panel in Chromium, over real sidecars carrying traffic', () 
               if (callsFor(operation, protocol) < minCalls) {
                 continue;
               }
-              const changes = changesOf(HEADLINE_METRICS, value(operation, protocol), value(operation, 'rest'));
+              const changes = changesOf(PROTOCOL_HEADLINE_METRICS, value(operation, protocol), value(operation, 'rest'));
               if (changes.length > 0 && (!best || changes[0]!.score > best.score)) {
                 const list = changes.map((c) => `${c.label} ${c.text}`).join(', ');
                 best = { sentence: `${operation}: ${PROTOCOL_NAMES[protocol]} ${list} vs REST`, score: changes[0]!.score, operation, top: changes[0]! };

@@ -4,8 +4,8 @@
 // clients that reconnect now and then, as pods and their pools do. A sidecar
 // that leaks shows it here: memory that keeps growing, file descriptors that
 // stay open after their connections closed, a count that drifts from what the
-// clients did. RSS growth and event-loop delay are reported; the open fds and
-// the counts are asserted.
+// clients did. The open fds, the counts and RSS growth under traffic (the < 10 %
+// target) are asserted; event-loop delay is reported.
 //
 // 60 s of traffic by default (CI); RPCSCOPE_SOAK=1 runs the 10-minute soak,
 // RPCSCOPE_SOAK_SECONDS=N any other length. An environment variable rather than
@@ -25,8 +25,14 @@ import { reportFigure } from '../support/reliability-figures.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 const SOAK_S = Number(process.env.RPCSCOPE_SOAK_SECONDS ?? (process.env.RPCSCOPE_SOAK === '1' ? 600 : 60));
-/** Traffic before the baseline is taken: the heap, JIT and connection pools grow to their working size first. */
-const WARMUP_S = Math.min(30, Math.max(10, SOAK_S / 10));
+/**
+ * Traffic before the baseline is taken: the heap, JIT and connection pools grow to
+ * their working size first. 30 s whatever the soak's length: after 10 s the
+ * sidecar's RSS was still climbing to its working size (first quarter → last
+ * quarter of a 60 s soak: +21 %), after 30 s it is flat (+2.2 to +2.8 % in 60 s
+ * soaks, one with a second core kept busy; +0.7 % in the 10-minute soak).
+ */
+const WARMUP_S = 30;
 /** Callers per kind; each runs one call at a time, back to back, on its own connection. */
 const CALLERS = { grpcUnary: 6, grpcStream: 3, restH1: 6, restH2: 6 } as const;
 /** A caller closes its connection and opens a new one after this many calls: connections come and go all through the soak. */
@@ -213,7 +219,7 @@ describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + W
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS after warm-up → end (idle)', value: `${(rssStart / MB).toFixed(1)} → ${(rssEnd / MB).toFixed(1)} MB (peak under traffic ${(rssPeak / MB).toFixed(1)} MB)` });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar peak RSS in each quarter of the soak', value: quarters.map((b) => (b / MB).toFixed(1)).join(' / '), unit: 'MB' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth under traffic, first quarter → last quarter peak (target < 10 %)', value: Number(growthUnderTraffic.toFixed(1)), unit: '%' });
-    reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth, idle after warm-up → idle at the end', value: Number(growth.toFixed(1)), unit: '%' });
+    reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar RSS growth, idle after warm-up → idle at the end (asserted < 100 %: moves with when the collector last ran)', value: Number(growth.toFixed(1)), unit: '%' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar open fds after warm-up → end', value: `${fdsStart} → ${fdsEnd}` });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'event-loop delay p99 (worst 5 s window / median window)', value: `${Math.max(...loopP99).toFixed(1)} / ${percentile(loopP99, 50).toFixed(1)}`, unit: 'ms' });
     reportFigure({ section: 'load', scenario: SCENARIO, name: 'sidecar CPU', value: `${cpu.toFixed(1)} s over ${SOAK_S} s (${(cpu / SOAK_S).toFixed(2)} cores)` });
@@ -226,7 +232,10 @@ describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + W
     assert.equal(sum(end, 'rpcscope_calls_active'), 0, 'calls_active is back to 0');
     assert.equal(fdsEnd, fdsStart, 'the open fds return to their count after warm-up once the clients are gone');
     assert.ok(loopP99.length > 0, 'the event-loop delay was scraped');
-    // The target is 10 %; only a leak that doubles memory in one soak fails the test, so a busy machine's GC timing cannot.
-    assert.ok(growth < 100, `RSS grew ${growth.toFixed(1)} % after warm-up`);
+    // The figure reported against the target is the one asserted: peaks under the same traffic, which the
+    // collector's timing moves little. A leak keeps climbing from quarter to quarter; a heap at its working size does not.
+    assert.ok(growthUnderTraffic < 10, `RSS grew ${growthUnderTraffic.toFixed(1)} % under traffic, first quarter → last quarter peak (${quarters.map((b) => (b / MB).toFixed(1)).join(' / ')} MB); the target is < 10 %`);
+    // Idle figures also move with when the collector last ran (18 % seen with nothing leaking): only a doubling fails here.
+    assert.ok(growth < 100, `RSS grew ${growth.toFixed(1)} % from idle after warm-up to idle at the end`);
   });
 });

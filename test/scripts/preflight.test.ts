@@ -32,8 +32,8 @@ describe('npm test preflight', () => {
     assert.equal(r.lines.length, 1, r.lines.join('\n'));
     assert.equal(
       r.lines[0],
-      'rpcscope: the tests need programs that are not installed: prometheus, promtool, chromium, dnsmasq, openssl, curl, nghttp, h2load, python3 with grpc, go with google.golang.org/grpc; ' +
-        `install them with: ${process.getuid?.() === 0 ? '' : 'sudo '}apt-get install -y prometheus chromium dnsmasq-base openssl curl nghttp2-client python3-grpcio golang-go golang-google-grpc-dev`,
+      'rpcscope: the tests need programs that are not installed: prometheus, promtool, chromium, dnsmasq, ip, iptables, openssl, curl, nghttp, h2load, kubectl, python3 with grpc, go with google.golang.org/grpc; ' +
+        `install them with: ${process.getuid?.() === 0 ? '' : 'sudo '}apt-get install -y prometheus chromium dnsmasq-base iproute2 iptables openssl curl nghttp2-client kubectl python3-grpcio golang-go golang-google-grpc-dev`,
     );
   });
 
@@ -44,7 +44,7 @@ describe('npm test preflight', () => {
     const r = preflight(some);
     assert.notEqual(r.status, 0);
     assert.equal(r.lines.length, 1, r.lines.join('\n'));
-    assert.match(r.lines[0] ?? '', /not installed: prometheus, chromium, dnsmasq, curl, nghttp, h2load, python3 with grpc, go with google.golang.org\/grpc; install them with: (sudo )?apt-get install -y prometheus chromium dnsmasq-base curl nghttp2-client python3-grpcio golang-go golang-google-grpc-dev$/);
+    assert.match(r.lines[0] ?? '', /not installed: prometheus, chromium, dnsmasq, ip, iptables, curl, nghttp, h2load, kubectl, python3 with grpc, go with google.golang.org\/grpc; install them with: (sudo )?apt-get install -y prometheus chromium dnsmasq-base iproute2 iptables curl nghttp2-client kubectl python3-grpcio golang-go golang-google-grpc-dev$/);
   });
 
   it('passes silently with the PATH npm test uses on this machine', () => {

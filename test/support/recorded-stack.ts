@@ -35,6 +35,12 @@ export interface RecordedStackOptions {
   rps?: readonly number[];
   namespace?: string;
   service?: string;
+  /**
+   * A `cluster` target label on every target, as a Prometheus reading several
+   * clusters attaches (deploy/README.md, "Labels"); default none, as with one
+   * cluster. With it, a dashboard's `cluster` matcher has a value to select.
+   */
+  cluster?: string;
   /** Rule files Prometheus evaluates every second; default the repo's rpcscope.rules.yml. */
   ruleFiles?: string[];
   /** Seeds the traffic mix, so a run repeats; default 1. */
@@ -68,6 +74,7 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
   const service = opts.service ?? 'orders';
   const seed = opts.seed ?? 1;
   const pods = rps.map((_, i) => `${service}-${i}`);
+  const clusterLabel: Record<string, string> = opts.cluster === undefined ? {} : { cluster: opts.cluster };
 
   const cleanups: (() => Promise<unknown>)[] = [];
   const stopped = new AbortController();
@@ -106,10 +113,10 @@ export async function startRecordedStack(opts: RecordedStackOptions = {}): Promi
     );
     const targets: ScrapeTarget[] = sidecars.map((s, i) => ({
       address: new URL(s.adminUrl).host,
-      labels: { namespace, service, pod: pods[i] ?? '' },
+      labels: { ...clusterLabel, namespace, service, pod: pods[i] ?? '' },
     }));
     const gateway = opts.migration ? await startGateway(cleanups) : undefined;
-    if (gateway) targets.push({ address: new URL(gateway.adminUrl).host, labels: { namespace, service: `${service}-gateway`, pod: `${service}-gateway-0` } });
+    if (gateway) targets.push({ address: new URL(gateway.adminUrl).host, labels: { ...clusterLabel, namespace, service: `${service}-gateway`, pod: `${service}-gateway-0` } });
     const prometheus = await startPrometheus({ targets, ruleFiles: opts.ruleFiles ?? [RULES_FILE] });
     cleanups.push(() => prometheus.stop());
 

@@ -11,7 +11,7 @@ export function changeText(change: HeadlineChange, units: Units): string {
   return `${def.label} ${formatDelta(change.delta, def.kind, units)}`;
 }
 
-/** "GetOrder: gRPC p99 −61 %, calls +42 % vs REST". */
+/** "GetOrder: gRPC p99 −61 %, errors +4.00 pp vs REST". */
 export function protocolVerdictText(v: ProtocolVerdict, units: Units): string {
   const changes = v.changes.map((c) => changeText(c, units)).join(', ');
   return `${v.operation}: ${protocolLabel(v.protocol)} ${changes} vs ${protocolLabel(v.baseline)}`;

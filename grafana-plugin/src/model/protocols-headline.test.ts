@@ -51,7 +51,7 @@ function headline(minCalls = 500) {
 describe('protocolHeadline', () => {
   it('ranks operations by their largest change, in thresholds spanned', () => {
     const h = headline();
-    // GetOrder/grpc: p99 (0.039 − 0.1) / 0.1 = −61 % → 6.1 thresholds; calls +42 % → 4.2;
+    // GetOrder/grpc: p99 (0.039 − 0.1) / 0.1 = −61 % → 6.1 thresholds; calls +42 % is volume, never a change;
     // errors +0.1 pp under 0.5 pp. ListOrders/grpc: errors +4 pp → 8 thresholds; p99 −25 % → 2.5.
     expect(h.verdicts.map((v) => [v.operation, v.protocol, v.score])).toEqual([
       ['ListOrders', 'grpc', expect.closeTo(8, 9)],
@@ -59,7 +59,7 @@ describe('protocolHeadline', () => {
     ]);
     expect(h.verdicts.map((v) => protocolVerdictText(v, units))).toEqual([
       'ListOrders: gRPC errors +4.00 pp, p99 \u221225 % vs REST',
-      'GetOrder: gRPC p99 \u221261 %, calls +42 % vs REST',
+      'GetOrder: gRPC p99 \u221261 % vs REST',
     ]);
   });
 
@@ -79,8 +79,19 @@ describe('protocolHeadline', () => {
 
   it('counts a pair with fewer calls once minCalls allows it', () => {
     const rare = headline(60).verdicts.find((v) => v.operation === 'Rare');
-    // calls 1/s → 10/s is +900 %, 9 thresholds, ahead of p99 0.5 s → 0.1 s, −80 %, 8 thresholds.
-    expect(rare && protocolVerdictText(rare, units)).toBe('Rare: gRPC calls +900 %, p99 \u221280 % vs REST');
+    // p99 0.5 s → 0.1 s, −80 %; calls 1/s → 10/s (+900 %) is volume and stays in the table.
+    expect(rare && protocolVerdictText(rare, units)).toBe('Rare: gRPC p99 \u221280 % vs REST');
+  });
+
+  it('never leads with call volume: an operation whose protocols differ only in calls is unchanged', () => {
+    const series = readSeries(promFrames('rate', [
+      { labels: op('GetOrder', 'rest'), values: steady(10) },
+      { labels: op('GetOrder', 'grpc'), values: steady(53.7) },
+    ]));
+    const matrix = buildProtocolMatrix(series, { metrics: ['rate'], baseline: 'rest', reducer: 'mean', ...thresholds });
+    const h = protocolHeadline(matrix, series, { ...thresholds, minCalls: 0, rangeSeconds: 60 });
+    expect(h.verdicts).toEqual([]);
+    expect(h.unchanged).toEqual(['GetOrder']);
   });
 
   it('says nothing without the baseline protocol', () => {

@@ -40,6 +40,13 @@ export interface ProtocolHeadlineOptions extends Thresholds {
   maxChanges?: number;
 }
 
+/**
+ * Call volume is never a headline change: how many calls a protocol carries says nothing about
+ * the protocol (a migration moves calls from one to another). Latency, errors and bytes per call
+ * are what the headline ranks, as `rpcscope diagnose` ranks its findings; calls stay in the table.
+ */
+const VOLUME_METRICS: ReadonlySet<MetricKey> = new Set<MetricKey>(['rate']);
+
 /** Calls per operation and protocol, integrated from the `rate` series over the range. */
 function countCalls(series: SeriesByRefId, rangeSeconds: number): Map<string, number> | null {
   const list = series.get('rate');
@@ -89,7 +96,7 @@ export function protocolHeadline(matrix: ProtocolMatrix, series: SeriesByRefId, 
       compared = true;
       const changes: HeadlineChange[] = [];
       for (const row of op.rows) {
-        const delta = row.cells[column]?.delta;
+        const delta = VOLUME_METRICS.has(row.metric) ? null : row.cells[column]?.delta;
         const score = delta ? significance(delta, opts) : 0;
         if (delta && score > 0) {
           changes.push({ metric: row.metric, delta, score });

@@ -12,6 +12,8 @@ export interface AdminRoutes {
   ready(): boolean;
   /** Extra handlers by path (e.g. /metrics, /debug/connections). */
   handlers: ReadonlyMap<string, http.RequestListener>;
+  /** Asked before any /debug/* handler: false when it has answered the request itself (401, 403). */
+  admitDebug?(req: http.IncomingMessage, res: http.ServerResponse): boolean;
 }
 
 export function createAdminServer(routes: AdminRoutes): http.Server {
@@ -37,6 +39,7 @@ export function createAdminServer(routes: AdminRoutes): http.Server {
     }
     const handler = routes.handlers.get(path);
     if (handler) {
+      if (path.startsWith('/debug/') && routes.admitDebug?.(req, res) === false) return;
       try {
         // A handler that returns a promise (the exporter's) fails there, not by throwing.
         const pending = handler(req, res) as unknown;

@@ -5,13 +5,15 @@
 import type http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { noopObserver, type ConnectionRecord, type Observer } from '../observe/observer.ts';
+import type { EndpointView } from '../balancer/upstreams.ts';
 
 export interface ConnectionsView {
   observer: Observer;
   handler: http.RequestListener;
 }
 
-export function createConnectionsView(): ConnectionsView {
+/** `endpoints`: the balancer's endpoints and whether each is ejected (outbound), listed after the connections. */
+export function createConnectionsView(endpoints: () => EndpointView[] = () => []): ConnectionsView {
   const open = new Set<ConnectionRecord>();
   const describe = (side: ConnectionRecord['side'], now: number) => {
     const conns = [...open].filter((c) => c.side === side).sort((a, b) => b.calls - a.calls);
@@ -39,7 +41,8 @@ export function createConnectionsView(): ConnectionsView {
     handler: (_req, res) => {
       const now = performance.now();
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ downstream: describe('downstream', now), upstream: describe('upstream', now) }, null, 2) + '\n');
+      const known = endpoints();
+      res.end(JSON.stringify({ downstream: describe('downstream', now), upstream: describe('upstream', now), ...(known.length > 0 ? { endpoints: known } : {}) }, null, 2) + '\n');
     },
   };
 }

@@ -2,6 +2,7 @@
 // a latency estimate, and whether it may be picked now.
 import { performance } from 'node:perf_hooks';
 import type { UpstreamUrl } from '../config/parse-value.ts';
+import type { EjectionReason } from '../observe/faults.ts';
 
 /** A failed endpoint sits out for 1 s, doubling per failure in a row, at most 30 s. */
 const BACKOFF_BASE_MS = 1000;
@@ -28,6 +29,12 @@ export class Endpoint {
   retryAt = 0;
   /** Gone from discovery: no new calls; closed once its calls are done. */
   draining = false;
+  /** Why it was last taken out of rotation, until a call on it succeeds (outlier-ejection.ts). */
+  ejectedFor: EjectionReason | undefined;
+  /** Its back-off is over and a connection is being tried before calls go to it again. */
+  probing = false;
+  /** Calls in a row it answered UNAVAILABLE (or 502, 503, 504). */
+  consecutiveUnavailable = 0;
 
   constructor(
     /** `host:port`, the `upstream` label. */
@@ -49,7 +56,23 @@ export class Endpoint {
   }
 
   usable(now: number): boolean {
-    return !this.draining && now >= this.retryAt;
+    return !this.draining && !this.probing && now >= this.retryAt;
+  }
+
+  /** Out of rotation now: backing off, or being probed. */
+  ejected(now: number): boolean {
+    return this.probing || now < this.retryAt;
+  }
+
+  /** Failures in a row (each back-off twice the last). */
+  get failuresInARow(): number {
+    return this.failures;
+  }
+
+  /** Takes it out of rotation for a back-off that doubles with each failure in a row. */
+  backOff(now: number): void {
+    this.failures++;
+    this.retryAt = now + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
   }
 
   /** A call picked onto it was answered without reaching it (its queue was full): busy is not down, and says nothing of its latency. */
@@ -60,13 +83,11 @@ export class Endpoint {
   /** A call on it ended; `latencyMs` is undefined when the endpoint could not be reached. */
   finished(now: number, latencyMs: number | undefined): void {
     this.active--;
-    if (latencyMs === undefined) {
-      this.failures++;
-      this.retryAt = now + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
-      return;
-    }
+    if (latencyMs === undefined) return this.backOff(now);
     this.failures = 0;
     this.retryAt = 0;
+    this.ejectedFor = undefined;
+    this.consecutiveUnavailable = 0;
     // Peak EWMA: a slower call raises the estimate at once, faster ones lower it gradually.
     if (latencyMs > this.ewmaMs) {
       this.ewmaMs = latencyMs;

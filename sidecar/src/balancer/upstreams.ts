@@ -6,7 +6,9 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { CallRecord } from '../observe/call-record.ts';
 import { noopObserver, type ConnectionRecord, type Observer } from '../observe/observer.ts';
+import type { EjectionReason } from '../observe/faults.ts';
 import { Endpoint } from './endpoint.ts';
+import { OutlierEjection } from './outlier-ejection.ts';
 import type { Picker } from './picker.ts';
 import type { EndpointAddress, EndpointResolver } from './resolver.ts';
 
@@ -21,11 +23,30 @@ export interface UpstreamPick {
   readonly onCallEnded: ((call: CallRecord) => void) | undefined;
 }
 
+/** One endpoint as /debug/connections lists it. */
+export interface EndpointView {
+  upstream: string;
+  state: 'ready' | 'ejected' | 'probing' | 'draining';
+  calls_active: number;
+  calls: number;
+  /** Why it was last ejected, until a call on it succeeds. */
+  ejected_for?: EjectionReason;
+  /** Seconds until its back-off ends (then a probe), while it is ejected. */
+  ejected_seconds_left?: number;
+  failures_in_a_row: number;
+}
+
 export interface Upstreams {
   /** The upstream for a call on this downstream connection, or undefined when none is known. */
   pick(connectionId: number, grpcFamily: boolean): UpstreamPick | undefined;
   /** Every endpoint known now, as `host:port` (for the endpoint gauge and the skew). */
   known(): readonly string[];
+  /** A pooled connection to `href` answered no PING: the endpoint is taken out of rotation (outbound). */
+  keepaliveTimedOut(href: string): void;
+  /** Endpoints out of rotation now (outbound). */
+  ejectedCount(): number;
+  /** Every endpoint and its state, for /debug/connections; empty inbound. */
+  describe(): EndpointView[];
   /** Learns downstream connection closes (the sticky picker forgets the connection); call ends come through the pick. */
   readonly observer: Observer;
   start(): Promise<void>;
@@ -39,6 +60,9 @@ export function fixedUpstreams(upstream: UpstreamUrl, grpcUpstream: UpstreamUrl 
   return {
     pick: (_conn, grpcFamily) => (grpcFamily && toGrpcUpstream) || toUpstream,
     known: () => known,
+    keepaliveTimedOut: () => {},
+    ejectedCount: () => 0,
+    describe: () => [],
     observer: noopObserver,
     start: async () => {},
     stop() {},
@@ -59,6 +83,10 @@ export interface BalancedOptions {
   log: Logger;
   /** Close the pooled connections of an endpoint that is gone and idle. */
   retire(target: UpstreamUrl): void;
+  /** Whether a connection to an ejected endpoint can be made again; without it an endpoint returns when its back-off ends. */
+  probe?(target: UpstreamUrl): Promise<boolean>;
+  /** An endpoint was ejected (counted in rpcscope_upstream_ejections_total). */
+  onEjected?(reason: EjectionReason): void;
 }
 
 export class BalancedUpstreams implements Upstreams {
@@ -68,8 +96,17 @@ export class BalancedUpstreams implements Upstreams {
   private readonly picks = new WeakMap<Endpoint, UpstreamPick>();
   private timer: NodeJS.Timeout | undefined;
   readonly observer: Observer;
+  private readonly ejection: OutlierEjection;
 
   constructor(readonly opts: BalancedOptions) {
+    const probe = opts.probe;
+    this.ejection = new OutlierEjection(() => this.usable, {
+      ...(probe ? { probe: (e: Endpoint) => probe(e.target) } : {}),
+      ejected: (e, reason) => {
+        opts.onEjected?.(reason);
+        opts.log.warn('endpoint ejected', { upstream: e.address, reason, forMs: Math.round(e.retryAt - performance.now()), failuresInARow: e.failuresInARow });
+      },
+    });
     this.observer = {
       ...noopObserver,
       connectionClosed: (conn: ConnectionRecord) => {
@@ -81,7 +118,8 @@ export class BalancedUpstreams implements Upstreams {
   async start(): Promise<void> {
     await this.refresh();
     const tick = (): void => {
-      this.timer = setTimeout(() => void this.refresh().finally(tick), this.opts.resolveIntervalMs);
+      // Ejected endpoints are probed on the resolve tick too, so one comes back without a call to wake it.
+      this.timer = setTimeout(() => void this.refresh().finally(() => (this.ejection.probeDue(), tick())), this.opts.resolveIntervalMs);
       this.timer.unref();
     };
     tick();
@@ -97,6 +135,7 @@ export class BalancedUpstreams implements Upstreams {
 
   pick(connectionId: number): UpstreamPick | undefined {
     const now = performance.now();
+    this.ejection.probeDue(now);
     let candidates = this.usable.filter((e) => e.usable(now));
     // Every endpoint backing off: try the one whose back-off ends first rather than fail the call.
     if (candidates.length === 0 && this.usable.length > 0) candidates = [this.usable.reduce((a, b) => (a.retryAt <= b.retryAt ? a : b))];
@@ -108,12 +147,34 @@ export class BalancedUpstreams implements Upstreams {
   }
 
   private callEnded(e: Endpoint, call: CallRecord): void {
-    if (call.upstreamBusy) e.passed();
-    else {
-      const latency = call.upstreamUnreachable || call.upstreamStartTime === undefined ? undefined : (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime;
-      e.finished(performance.now(), latency);
-    }
+    const answered = !call.upstreamBusy && !call.upstreamUnreachable && !call.upstreamLost && call.upstreamStartTime !== undefined;
+    // Only an answer teaches latency (and clears the failures in a row); the rest is the ejection's to judge.
+    if (answered) e.finished(performance.now(), (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime!);
+    else e.passed();
+    this.ejection.callEnded(e, call);
     if (e.draining && e.active === 0) this.opts.retire(e.target);
+  }
+
+  keepaliveTimedOut(href: string): void {
+    const e = this.usable.find((u) => u.target.href === href);
+    if (e) this.ejection.keepaliveTimedOut(e);
+  }
+
+  ejectedCount(): number {
+    return this.ejection.ejectedCount();
+  }
+
+  describe(): EndpointView[] {
+    const now = performance.now();
+    return [...this.endpoints.values()].map((e) => ({
+      upstream: e.address,
+      state: e.draining ? 'draining' : e.probing ? 'probing' : e.ejected(now) ? 'ejected' : 'ready',
+      calls_active: e.active,
+      calls: e.calls,
+      ...(e.ejectedFor ? { ejected_for: e.ejectedFor } : {}),
+      ...(e.ejected(now) && !e.probing ? { ejected_seconds_left: Math.round((e.retryAt - now) / 100) / 10 } : {}),
+      failures_in_a_row: e.failuresInARow,
+    }));
   }
 
   private async refresh(): Promise<void> {

@@ -40,6 +40,9 @@ export interface Config {
   requestHeadersTimeoutMs: number;
   idleTimeoutMs: number;
   endpointSeriesTtlMs: number;
+  /** HTTP/2 PING keepalive and TCP keepalive (listen/h2-keepalive.ts); an interval of 0 turns both off. */
+  keepaliveIntervalMs: number;
+  keepaliveTimeoutMs: number;
   /** 0 means connections are never aged out. */
   maxConnectionAgeMs: number;
   maxConnectionAgeGraceMs: number;
@@ -65,6 +68,8 @@ export interface Config {
   serviceName: string;
   enforceDeadlines: boolean;
   debugEndpoints: boolean;
+  /** The bearer token callers from outside the pod present for /debug/*; undefined: loopback callers only. */
+  adminTokenFile: string | undefined;
   /** How inbound HTTP/2 is carried: relayed frame by frame, or terminated per call. */
   dataPlane: 'relay' | 'terminate';
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
@@ -200,6 +205,7 @@ export function helpText(): string {
     'rpcscope — an HTTP/2-aware observability sidecar for gRPC, gRPC-Web, Connect and REST',
     '',
     'usage: rpcscope --upstream URL [flags]',
+    'or:    rpcscope diagnose|top|tap [flags]   (each with --help): what is wrong with a fleet, its live calls',
     '',
     'Each flag can also be set as the environment variable shown, or as a key of the',
     'YAML file given by --config. Flags win, then the environment, then the file.',
@@ -281,6 +287,8 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     requestHeadersTimeoutMs: v.get('request-headers-timeout') as number,
     idleTimeoutMs: v.get('idle-timeout') as number,
     endpointSeriesTtlMs: v.get('endpoint-series-ttl') as number,
+    keepaliveIntervalMs: v.get('keepalive-interval') as number,
+    keepaliveTimeoutMs: v.get('keepalive-timeout') as number,
     maxConnectionAgeMs: v.get('max-connection-age') as number,
     maxConnectionAgeGraceMs: v.get('max-connection-age-grace') as number,
     maxMethods: v.get('max-methods') as number,
@@ -298,6 +306,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     serviceName: v.get('service-name') as string,
     enforceDeadlines: v.get('enforce-deadlines') as boolean,
     debugEndpoints: v.get('debug-endpoints') as boolean,
+    adminTokenFile: v.get('admin-token-file') as string | undefined,
     dataPlane: v.get('data-plane') as Config['dataPlane'],
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,

@@ -17,6 +17,8 @@ export const ErrorCode = {
    * down, and stays in rotation with what it was learnt to speak.
    */
   QUEUE_FULL: 'RPCSCOPE_ERR_QUEUE_FULL',
+  /** A connection answered no PING (and sent nothing) within --keepalive-timeout: its peer is taken for gone. */
+  KEEPALIVE_TIMEOUT: 'RPCSCOPE_ERR_KEEPALIVE_TIMEOUT',
   /** A request body was over the size a translated call reads whole. */
   BODY_TOO_LARGE: 'RPCSCOPE_ERR_BODY_TOO_LARGE',
 } as const;

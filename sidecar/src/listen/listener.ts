@@ -20,6 +20,7 @@ import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from './reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from './control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
+import { keepNodeSessionAlive } from './h2-keepalive.ts';
 import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from './header-list-size.ts';
 import { nodeHttp2, nodeTls } from '../builtins.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
@@ -332,6 +333,10 @@ export class ProxyListener {
     };
     (socket as Tracked)[CONN] = conn;
     socket.on('error', () => {});
+    // The kernel probes a quiet client socket (HTTP/1.1 keep-alive, relayed HTTP/2): a backstop under the
+    // PINGs, and the only check an idle HTTP/1.1 client gets. How soon it gives up is the pod's
+    // net.ipv4.tcp_keepalive_intvl and _probes.
+    if (this.ctx.config.keepaliveIntervalMs > 0) socket.setKeepAlive(true, this.ctx.config.keepaliveIntervalMs);
     this.ctx.observer.connectionOpened(conn);
     const unwatch = this.timeouts.watch({ conn, bytesRead: h2 ? undefined : () => socket.bytesRead, expire: (why) => this.expire(socket, why) });
     socket.once('close', () => {
@@ -447,6 +452,15 @@ export class ProxyListener {
     }
     session.on('goaway', (code) => this.ctx.observer.goaway('client', code));
     session.once('close', () => this.sessions.delete(session));
+    // A client that vanished without FIN or RST (its node died, the network partitioned) answers no PING:
+    // its session is destroyed, its calls in flight cancelled upstream, and its connection leaves the gauges.
+    const { keepaliveIntervalMs: intervalMs, keepaliveTimeoutMs: timeoutMs } = this.ctx.config;
+    keepNodeSessionAlive(session, { intervalMs, timeoutMs }, () => {
+      this.ctx.faults.connectionTerminated('keepalive_timeout');
+      this.ctx.faults.keepaliveTimedOut('downstream');
+      this.ctx.log.info('client connection closed: no answer to PING within --keepalive-timeout', { peer: conn.peer, timeoutMs });
+      session.destroy();
+    });
     if (this.draining) this.goaway(session);
   }
 

@@ -73,6 +73,12 @@ export interface CallRecord {
    * reaching it. The balancer neither backs it off nor learns a latency from it.
    */
   upstreamBusy: boolean;
+  /**
+   * The upstream's connection broke (or its PING went unanswered) with the call
+   * in flight: the caller was answered UNAVAILABLE, or its stream cut. The
+   * balancer takes it as the endpoint failing.
+   */
+  upstreamLost: boolean;
   /** The deadline header the caller sent, if any. */
   deadline: CallDeadline | undefined;
   /** The sidecar's own deadline enforcement ended the call. */
@@ -110,6 +116,7 @@ export function newCallRecord(id: number, init: Pick<CallRecord, 'direction' | '
     reset: undefined,
     upstreamUnreachable: false,
     upstreamBusy: false,
+    upstreamLost: false,
     deadline: undefined,
     deadlineEnforced: false,
     upstream: '',

@@ -35,8 +35,11 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  *   sent more of those frames than relay/frame-budget.ts allows; GOAWAY ENHANCE_YOUR_CALM.
  * - `stream_limit`: the client opened a stream past the SETTINGS_MAX_CONCURRENT_STREAMS
  *   it had acknowledged (RFC 9113 §5.1.2).
+ * - `keepalive_timeout`: the client answered no PING (and sent nothing else) within
+ *   --keepalive-timeout: it vanished without FIN or RST (its node died, the network
+ *   partitioned). Its calls in flight are cancelled upstream.
  */
-export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request', 'window_update_flood', 'priority_flood', 'empty_frame_flood', 'stream_limit'] as const;
+export const TERMINATION_REASONS = ['reset_flood', 'ping_flood', 'settings_flood', 'control_frame_flood', 'continuation_flood', 'protocol_error', 'first_byte_timeout', 'request_headers_timeout', 'idle_timeout', 'bad_request', 'window_update_flood', 'priority_flood', 'empty_frame_flood', 'stream_limit', 'keepalive_timeout'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
 
 /**
@@ -45,10 +48,24 @@ export type TerminationReason = (typeof TERMINATION_REASONS)[number];
  * - `stream_limit`: 1000 streams already open on the connection, the terminating
  *   path's limit, whatever the app advertised.
  * - `memory_budget`: the connection's open streams' header lists and held request
- *   bodies already near 10 MiB (relay/relay-connection.ts, MAX_RETAINED_BYTES).
+ *   bodies already near 10 MiB (relay/relay-calls.ts, MAX_RETAINED_BYTES).
  */
 export const STREAM_REFUSAL_REASONS = ['stream_limit', 'memory_budget'] as const;
 export type StreamRefusalReason = (typeof STREAM_REFUSAL_REASONS)[number];
+
+/** Which end of the sidecar a connection whose PING went unanswered was on. */
+export const KEEPALIVE_SIDES = ['downstream', 'upstream'] as const;
+export type KeepaliveSide = (typeof KEEPALIVE_SIDES)[number];
+
+/**
+ * Why an outbound endpoint was ejected (balancer/outlier-detector.ts):
+ * - `connect_failure`: a connection to it could not be made (refused, timed out).
+ * - `keepalive_timeout`: a connection to it answered no PING within --keepalive-timeout.
+ * - `connection_lost`: its connection broke under calls in flight.
+ * - `unavailable`: it answered UNAVAILABLE (or 502, 503, 504) to 5 calls in a row.
+ */
+export const EJECTION_REASONS = ['connect_failure', 'keepalive_timeout', 'connection_lost', 'unavailable'] as const;
+export type EjectionReason = (typeof EJECTION_REASONS)[number];
 
 /** A site logs its first fault with the stack, then at most once per interval with the count since. */
 const LOG_INTERVAL_MS = 60_000;
@@ -65,6 +82,10 @@ export class Faults {
   private queueOverflows = 0;
   private connectionOverflows = 0;
   private readonly refusals = new Map<StreamRefusalReason, number>(STREAM_REFUSAL_REASONS.map((r) => [r, 0]));
+  private readonly keepaliveTimeouts = new Map<KeepaliveSide, number>(KEEPALIVE_SIDES.map((s) => [s, 0]));
+  private readonly ejections = new Map<EjectionReason, number>(EJECTION_REASONS.map((r) => [r, 0]));
+  /** How many endpoints sit ejected now: the balancer answers (outbound); none otherwise. */
+  ejectedNow: () => number = () => 0;
 
   constructor(private readonly log: Logger, private readonly clock: () => number = Date.now) {}
 
@@ -113,6 +134,24 @@ export class Faults {
 
   connectionsOverLimit(): number {
     return this.connectionOverflows;
+  }
+
+  /** A connection on `side` answered no PING within --keepalive-timeout and was closed. */
+  keepaliveTimedOut(side: KeepaliveSide): void {
+    this.keepaliveTimeouts.set(side, this.keepaliveTimeouts.get(side)! + 1);
+  }
+
+  keepaliveTimedOutCounts(): ReadonlyMap<KeepaliveSide, number> {
+    return this.keepaliveTimeouts;
+  }
+
+  /** The balancer took an endpoint out of rotation for `reason`. */
+  endpointEjected(reason: EjectionReason): void {
+    this.ejections.set(reason, this.ejections.get(reason)! + 1);
+  }
+
+  endpointEjections(): ReadonlyMap<EjectionReason, number> {
+    return this.ejections;
   }
 
   connectionTerminated(reason: TerminationReason): void {

@@ -15,7 +15,7 @@ import type { ProxyContext } from './context.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
-import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 
 /**
@@ -156,6 +156,11 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
       }
       // The session came up but the stream failed before any answer: perhaps no longer the server it was.
       ctx.protocols.forget(target);
+      // Its connection broke (the app killed, a PING unanswered): 503, which a REST caller may retry.
+      if (pooled.session.destroyed && upstreamError?.code !== NodeErrorCode.HTTP2_STREAM_ERROR && code !== Http2Error.REFUSED_STREAM && upstreamError?.code !== NodeErrorCode.HTTP2_GOAWAY_SESSION) {
+        record.upstreamLost = true;
+        return reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+      }
       const refused = code === Http2Error.REFUSED_STREAM || upstreamError?.code === NodeErrorCode.HTTP2_GOAWAY_SESSION;
       record.reset = { side: 'upstream', code: refused ? Http2Error.REFUSED_STREAM : code };
       return reply(refused ? GrpcCode.UNAVAILABLE : GrpcCode.INTERNAL, `upstream reset the stream: ${upstreamError?.code ?? code}`);
@@ -163,6 +168,7 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
     closedBy = 'upstream';
     // The upstream's connection broke, rather than it resetting this stream.
     const lost = pooled.session.destroyed && upstreamError?.code !== NodeErrorCode.HTTP2_STREAM_ERROR;
+    if (lost) record.upstreamLost = true;
     resetCode = lost ? CONNECTION_CLOSED : code;
     // gRPC-Web and Connect streams stopped between frames end with their own UNAVAILABLE frame.
     const ending = lost && tap.responseAtBoundary() && responseLength === undefined ? upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false) : undefined;

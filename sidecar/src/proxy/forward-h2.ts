@@ -268,6 +268,7 @@ class H2Forward {
     const { stream } = this;
     const { detected, call } = this.inbound;
     this.closedBy = { side: 'upstream', code: CONNECTION_CLOSED };
+    call.record.upstreamLost = true;
     if (this.response === 'pending') {
       this.ctx.protocols.forget(target);
       return this.reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);

@@ -1,6 +1,9 @@
 // HTTP/2 sessions toward upstreams: one live session per upstream address,
 // replaced as soon as it is going away, so that new calls never land on a
-// session the upstream has told to stop.
+// session the upstream has told to stop. A session whose upstream vanished
+// without FIN or RST (its node died, the network partitioned) is found by its
+// PING keepalive (listen/h2-keepalive.ts) and destroyed: its calls end
+// UNAVAILABLE at once instead of hanging, and the next call opens a new one.
 import type http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
@@ -9,7 +12,8 @@ import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttp2 } from '../builtins.ts';
-import { connectTimeout } from '../core/errors.ts';
+import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
+import { keepNodeSessionAlive, type KeepaliveSettings } from '../listen/h2-keepalive.ts';
 
 // Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one
 // round trip; nghttp2 still applies backpressure stream by stream.
@@ -29,6 +33,17 @@ export interface PooledSession {
   goawayLastStreamId: number | undefined;
 }
 
+export interface UpstreamKeepalive {
+  /** TCP keepalive on every upstream socket after this idle time; 0: off. */
+  tcpIdleMs: number;
+  /** PING keepalive of every session; undefined: sessions are not pinged (an inbound sidecar's app is in its own pod). */
+  ping: KeepaliveSettings | undefined;
+  /** A session's PING went unanswered: it was destroyed, and the balancer hears of it. */
+  onTimeout(target: string): void;
+}
+
+const NO_KEEPALIVE: UpstreamKeepalive = { tcpIdleMs: 0, ping: undefined, onTimeout: () => {} };
+
 export class H2SessionPool {
   private readonly live = new Map<string, PooledSession>();
   private readonly all = new Set<PooledSession>();
@@ -41,6 +56,7 @@ export class H2SessionPool {
     caFile: string | undefined,
     private readonly nextConnId: () => number,
     private readonly connectFailures: ConnectFailureLog,
+    private readonly keepalive: UpstreamKeepalive = NO_KEEPALIVE,
   ) {
     this.ca = caFile ? readFileSync(caFile) : undefined;
   }
@@ -52,8 +68,11 @@ export class H2SessionPool {
   }
 
   private open(target: UpstreamUrl): PooledSession {
+    const tcpKeepalive = this.keepalive.tcpIdleMs > 0 ? { keepAlive: true, keepAliveInitialDelay: this.keepalive.tcpIdleMs } : {};
     const session = nodeHttp2().connect(target.href, {
       settings: SETTINGS,
+      // Passed on to net.connect (and tls.connect): the kernel probes an idle socket, a backstop under the PINGs.
+      ...tcpKeepalive,
       ...(target.tls ? { ca: this.ca, ALPNProtocols: ['h2'], servername: target.host } : {}),
     });
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
@@ -73,6 +92,16 @@ export class H2SessionPool {
       session.setLocalWindowSize(SESSION_WINDOW);
       this.observer.connectionOpened(conn);
     });
+    const ping = this.keepalive.ping;
+    if (ping) {
+      keepNodeSessionAlive(session, ping, () => {
+        retire();
+        this.log.warn('upstream connection closed: no answer to PING within --keepalive-timeout', { upstream: target.authority, timeoutMs: ping.timeoutMs });
+        // Its streams close with this error; the forwarders answer their calls UNAVAILABLE (503).
+        session.destroy(new RpcscopeError(ErrorCode.KEEPALIVE_TIMEOUT, `no answer to PING from ${target.authority} within ${ping.timeoutMs} ms`));
+        this.keepalive.onTimeout(target.href);
+      });
+    }
     session.on('goaway', (code, lastStreamId) => {
       pooled.goawayLastStreamId = lastStreamId;
       retire();

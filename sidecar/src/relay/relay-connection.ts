@@ -31,6 +31,7 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
+import { H2Keepalive } from '../listen/h2-keepalive.ts';
 import { ResetBudget } from '../listen/reset-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../listen/header-list-size.ts';
 import { ClientWriter, type ClientWriterHost } from './client-writer.ts';
@@ -142,6 +143,14 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private upstreamPiece: Buffer | undefined;
   /** The data octets of the client's DATA frame being read, so far. */
   private clientFrameData = 0;
+  /**
+   * PINGs the client when it has sent nothing for --keepalive-interval, and ends
+   * the connection when it answers nothing within --keepalive-timeout: a client
+   * that vanished without FIN or RST would otherwise hold its calls open, and the
+   * app's, for ever. The relay's own PINGs go at frame boundaries like any frame
+   * it adds, and their ACKs stop here (the app never sent those PINGs).
+   */
+  private readonly keepalive: H2Keepalive;
 
   constructor(private readonly opts: RelayOptions) {
     const { ctx, target } = opts;
@@ -173,13 +182,41 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     up.on('data', (chunk: Buffer) => this.onUpstreamBytes(chunk));
     up.on('drain', () => this.down.resume());
     up.on('close', () => this.onUpstreamClose());
+    if (ctx.config.keepaliveIntervalMs > 0) up.setKeepAlive(true, ctx.config.keepaliveIntervalMs);
+    this.keepalive = new H2Keepalive(
+      { intervalMs: ctx.config.keepaliveIntervalMs, timeoutMs: ctx.config.keepaliveTimeoutMs },
+      {
+        send: (opaque) => this.sendPing(opaque),
+        bytesRead: () => this.down.bytesRead,
+        timedOut: () => this.clientVanished(),
+      },
+    );
+    this.keepalive.start();
     this.down.resume();
+  }
+
+  /** A keepalive PING toward the client, where one may be added; none while the relay answers locally or is closing. */
+  private sendPing(opaque: Buffer): boolean {
+    if (this.phase !== 'open' && this.phase !== 'detached') return false;
+    this.writer.send(frame(FrameType.PING, 0, 0, opaque));
+    return true;
+  }
+
+  /** The client answered no PING in time: gone without FIN or RST. Its calls end as a client gone, and the app's streams with the upstream connection. */
+  private clientVanished(): void {
+    this.ctx.faults.connectionTerminated('keepalive_timeout');
+    this.ctx.faults.keepaliveTimedOut('downstream');
+    this.ctx.log.info('client connection closed: no answer to PING within --keepalive-timeout', { peer: this.conn.peer, timeoutMs: this.ctx.config.keepaliveTimeoutMs });
+    this.ending = { side: 'client', code: CONNECTION_CLOSED };
+    this.close();
+    this.down.destroy();
   }
 
   /** Moves to `next` if NEXT allows it from where the connection is; false, and nothing moves, otherwise. */
   private enter(next: Phase): boolean {
     if (!NEXT[this.phase].includes(next)) return false;
     this.phase = next;
+    if (next === 'closed') this.keepalive.stop();
     if (next === 'open') this.toUpstream.start(this.up);
     else this.toUpstream.stop();
     return true;
@@ -351,6 +388,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (this.detour.busy) this.detour.flushOut();
       },
       ping: (flags, payload) => {
+        // The ACK of the relay's own keepalive PING: the upstream never sent that PING, so the ACK is taken out
+        // (a frame of an unused type in its place); one split across reads goes on, and the app ignores it (§6.7).
+        if (flags & Flag.ACK && this.keepalive.acked(payload)) return void voidFrame(payload, this.clientPiece);
         // No upstream to answer it: the relay does (RFC 9113 §6.7).
         if (this.phase === 'detached' && !(flags & Flag.ACK)) this.writer.send(frame(FrameType.PING, Flag.ACK, 0, payload));
       },

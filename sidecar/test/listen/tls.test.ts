@@ -25,14 +25,16 @@ describe('TLS on the proxy port', () => {
   });
 
   it('serves HTTP/2 to clients that offer h2', async () => {
+    const since = sc.recorder.started.length;
     const res = await h2Request(`https://localhost:${sc.port}`, '/v1/echo/42?x=1', { connect: { ca: cert.cert } });
     assert.equal(res.status, 200);
     assert.deepEqual(JSON.parse(res.text), { id: '42', query: { x: '1' } });
-    const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/v1/echo/42', { since });
     assert.equal(rec.httpVersion, '2');
   });
 
   it('serves HTTP/1.1 to clients that offer only http/1.1', async () => {
+    const since = sc.recorder.started.length;
     const { status, alpn } = await new Promise<{ status: number; alpn: string | false | null }>((resolve, reject) => {
       const agent = new https.Agent({ ca: cert.cert, ALPNProtocols: ['http/1.1'] });
       const req = https.get(`https://localhost:${sc.port}/v1/echo/7`, { agent }, (res) => {
@@ -46,7 +48,7 @@ describe('TLS on the proxy port', () => {
     });
     assert.equal(status, 200);
     assert.equal(alpn, 'http/1.1');
-    const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/v1/echo/7', { since });
     assert.equal(rec.httpVersion, '1.1');
   });
 

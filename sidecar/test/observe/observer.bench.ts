@@ -7,6 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import type { CallRecord } from '../../src/observe/call-record.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { composeObservers } from '../../src/observe/observer.ts';
+import { createTap } from '../../src/admin/tap.ts';
 import { CALL_DURATION_SECONDS, PAYLOAD_BYTES } from '../../src/observe/buckets.ts';
 import { endedCall } from './records.ts';
 import { scrape } from './scrape.ts';
@@ -60,6 +62,24 @@ measure('metrics observer: callStarted + callEnded, every metric', 200_000, (cal
   call.endTime = end;
   observer.callEnded(call);
 });
+
+// The tap (/debug/tap) sits in the same composition: with nobody watching its
+// callEnded tests one boolean; composed beside the metrics observer it should
+// add nothing measurable to the line above.
+const tap = createTap();
+measure('tap observer alone, nobody watching', 2_000_000, (call) => tap.observer.callEnded(call));
+for (const [name, observers] of [
+  ['metrics observer, composed as the sidecar does (baseline)', [createMetricsObserver({ maxMethods: 100, env: {} })]],
+  ['metrics observer + tap (nobody watching), composed', [createMetricsObserver({ maxMethods: 100, env: {} }), tap.observer]],
+] as const) {
+  const composed = composeObservers([...observers], () => {});
+  measure(name, 200_000, (call) => {
+    const end = call.endTime;
+    composed.callStarted(call);
+    call.endTime = end;
+    composed.callEnded(call);
+  });
+}
 
 // With tracing on, the latency buckets keep exemplars. The calls end on a clock that
 // moves `step` ms per call; each has its span in a WeakMap, as call-tracing.ts keeps

@@ -36,11 +36,16 @@ describe('Connect, gRPC-Web and gRPC through the sidecar', () => {
         client = createClient(EchoService, v.transport(sc.url));
       });
 
+      // Each test reads the record of its own call: the one on its method's path
+      // among the calls started after it began, never the last to end.
+      const callOn = (method: string, since: number) => sc.recorder.waitForCall((c) => c.path === `/echo.v1.EchoService/${method}`, { since });
+
       it('forwards a unary call', async () => {
+        const since = sc.recorder.started.length;
         const res = await client.echo({ message: 'hello', responseSize: 300 });
         assert.equal(res.message, 'hello');
         assert.equal(res.payload.length, 300);
-        const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+        const rec = await callOn('Echo', since);
         assert.deepEqual([rec.protocol, rec.encoding, rec.httpVersion], [v.protocol, v.encoding, v.httpVersion]);
         assert.equal(rec.path, '/echo.v1.EchoService/Echo');
         if (v.protocol === 'connect') assert.equal(rec.connectCode, undefined);
@@ -48,11 +53,12 @@ describe('Connect, gRPC-Web and gRPC through the sidecar', () => {
       });
 
       it('passes an error code through, and records it where the protocol puts it', async () => {
+        const since = sc.recorder.started.length;
         await assert.rejects(client.echo({ message: 'x', failCode: Code.PermissionDenied }), (err: unknown) => {
           const e = ConnectError.from(err);
           return e.code === Code.PermissionDenied && e.rawMessage === REQUESTED_FAILURE;
         });
-        const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+        const rec = await callOn('Echo', since);
         if (v.protocol === 'connect') {
           assert.equal(rec.connectCode, 'permission_denied');
           assert.equal(rec.httpStatus, 403);
@@ -62,10 +68,11 @@ describe('Connect, gRPC-Web and gRPC through the sidecar', () => {
       });
 
       it('forwards a server stream and counts its messages', async () => {
+        const since = sc.recorder.started.length;
         const got: number[] = [];
         for await (const r of client.serverStream({ message: 's', responses: 4 })) got.push(r.index);
         assert.deepEqual(got, [0, 1, 2, 3]);
-        const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+        const rec = await callOn('ServerStream', since);
         assert.equal(rec.responseMessages, 4);
         assert.equal(rec.requestMessages, 1);
         if (v.protocol === 'connect') {
@@ -77,6 +84,7 @@ describe('Connect, gRPC-Web and gRPC through the sidecar', () => {
       });
 
       it('reads an error that ends a stream after some messages', async () => {
+        const since = sc.recorder.started.length;
         const got: number[] = [];
         await assert.rejects(
           (async () => {
@@ -84,7 +92,7 @@ describe('Connect, gRPC-Web and gRPC through the sidecar', () => {
           })(),
           (err: unknown) => ConnectError.from(err).code === Code.ResourceExhausted,
         );
-        const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+        const rec = await callOn('ServerStream', since);
         assert.equal(rec.responseMessages, got.length);
         if (v.protocol === 'connect') assert.equal(rec.connectCode, 'resource_exhausted');
         else assert.equal(rec.grpcStatus, Code.ResourceExhausted);
@@ -93,9 +101,10 @@ describe('Connect, gRPC-Web and gRPC through the sidecar', () => {
   }
 
   it('carries a Connect deadline header into the record', async () => {
+    const since = sc.recorder.started.length;
     const client = createClient(EchoService, createConnectTransport({ baseUrl: sc.url, httpVersion: '1.1' }));
     await assert.rejects(client.echo({ message: 'slow', delayMs: 1000 }, { timeoutMs: 100 }), (err: unknown) => ConnectError.from(err).code === Code.DeadlineExceeded);
-    const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/echo.v1.EchoService/Echo', { since });
     assert.equal(rec.deadline?.header, 'connect-timeout-ms');
     assert.equal(rec.deadline?.ms, 100);
   });

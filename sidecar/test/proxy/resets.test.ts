@@ -104,16 +104,18 @@ describe('resets and GOAWAY through the sidecar', () => {
       const seen = await waitFor(() => upstream.closed.get(path), 1000);
       assert.equal(seen.code, code);
       assert.ok(seen.at - sentAt < 1000);
-      const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+      const rec = await sc.recorder.waitForCall((c) => c.path === path);
       assert.deepEqual(rec.reset, { side: 'client', code });
       session.close();
     });
   }
 
   it("carries an upstream's RST_STREAM to the client with its code", async () => {
-    const { session, closed } = open(sc.url, `/reset-after-headers/${NGHTTP2_ENHANCE_YOUR_CALM}`);
+    const path = `/reset-after-headers/${NGHTTP2_ENHANCE_YOUR_CALM}`;
+    const since = sc.recorder.started.length;
+    const { session, closed } = open(sc.url, path);
     assert.equal(await closed, NGHTTP2_ENHANCE_YOUR_CALM);
-    const rec = (await sc.recorder.waitForEnded(sc.recorder.started.length)).at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === path, { since });
     assert.deepEqual(rec.reset, { side: 'upstream', code: NGHTTP2_ENHANCE_YOUR_CALM });
     assert.equal(rec.responseBytes, 'partial'.length);
     session.close();

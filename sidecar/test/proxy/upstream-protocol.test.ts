@@ -69,9 +69,10 @@ describe('HTTP/1.1 callers of an HTTP/2-only app', () => {
     const first = await h1Request(`${sc.url}/y`);
     assert.equal(first.status, 503);
     await sc.recorder.waitForEnded(1);
+    const since = sc.recorder.started.length;
     const res = await h1Request(`${sc.url}/y`, { headers: { host: 'orders.local' } });
     assert.deepEqual([res.status, res.text, res.headers['x-authority'], res.trailers['x-checksum']], [200, 'hello', 'orders.local', 'def456']);
-    const rec = (await sc.recorder.waitForEnded(2)).at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/y', { since });
     assert.deepEqual([rec.httpVersion, rec.httpStatus, rec.reset], ['1.1', 200, undefined]);
     assert.ok(sc.recorder.opened.some((c) => c.side === 'upstream' && c.httpVersion === '2'));
   });
@@ -100,7 +101,7 @@ describe('--upstream-protocol fixes the version', () => {
     try {
       const res = await h1Request(`${sc.url}/`);
       assert.ok(res.status >= 500, `status ${res.status}`);
-      const rec = (await sc.recorder.waitForEnded(1)).at(-1)!;
+      const rec = await sc.recorder.waitForCall((c) => c.path === '/');
       assert.equal(rec.httpStatus, res.status);
     } finally {
       await sc.stop();

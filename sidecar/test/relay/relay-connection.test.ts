@@ -235,10 +235,11 @@ describe('relay: an upstream that cannot be reached', () => {
 
   it('answers gRPC callers UNAVAILABLE, never a silent close', async () => {
     const client = new GrpcJsEchoClient(`127.0.0.1:${sc.port}`, grpc.credentials.createInsecure()) as unknown as Client;
+    const since = sc.recorder.started.length;
     const { err } = await unary(client, { message: 'x' }, { deadline: Date.now() + 5000 });
     client.close();
     assert.equal(err?.code, grpc.status.UNAVAILABLE);
-    const rec = sc.recorder.ended.at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/echo.v1.EchoService/Echo', { since });
     assert.equal(rec.upstreamUnreachable, true);
     assert.equal(rec.grpcStatus, grpc.status.UNAVAILABLE);
   });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { eventually } from '../../../test/support/eventually.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
 const MESSAGE = Buffer.concat([Buffer.from([0, 0, 0, 0, 3]), Buffer.from('abc')]);
@@ -37,9 +38,15 @@ describe('relay: --enforce-deadlines', () => {
   let upstream: http2.Http2Server;
   /** rstCode of each stream the upstream saw closed, by path. */
   const closed = new Map<string, number | undefined>();
+  /**
+   * The rest of each /slow and /stream answer, by path, held until the test lets it
+   * go: the relay's answer comes first by construction, not because a timer of the
+   * upstream's is slower than the relay's on this machine.
+   */
+  const held = new Map<string, () => void>();
   let sc: TestSidecar;
   before(async () => {
-    // /fast answers at once, /slow after 300 ms; /stream sends its headers and one message at once, the rest 300 ms later.
+    // /fast answers at once; /slow answers when let go; /stream sends its headers and one message at once, the rest when let go.
     upstream = http2.createServer();
     upstream.on('stream', (stream, headers) => {
       const path = String(headers[':path']);
@@ -57,12 +64,14 @@ describe('relay: --enforce-deadlines', () => {
         respond();
         stream.write(MESSAGE);
       }
-      setTimeout(finish, path.startsWith('/fast') ? 0 : 300);
+      if (path.startsWith('/fast')) setImmediate(finish);
+      else held.set(path, finish);
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     sc = await startTestSidecar(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, ['--data-plane', 'relay', '--enforce-deadlines']);
   });
   after(async () => {
+    for (const finish of held.values()) finish();
     await sc.stop();
     await new Promise((r) => upstream.close(r));
   });
@@ -73,17 +82,16 @@ describe('relay: --enforce-deadlines', () => {
       session.on('error', () => {});
       // A call first, so that the tables hold entries the relay's block must not disturb.
       assert.equal((await call(session, `/fast/a/${headerTableSize}`)).trailers['grpc-status'], '0');
-      const started = Date.now();
-      const late = await call(session, `/slow/${headerTableSize}`, '100m');
+      const slow = `/slow/${headerTableSize}`;
+      // The upstream holds its answer until let go below: DEADLINE_EXCEEDED here can only be the relay's.
+      const late = await call(session, slow, '100m');
       assert.equal(late.headers['grpc-status'], '4');
-      assert.ok(Date.now() - started < 280, `answered after ${Date.now() - started} ms`);
-      const rec = sc.recorder.ended.at(-1)!;
+      const rec = await sc.recorder.waitForCall((c) => c.path === slow);
       assert.equal(rec.deadlineEnforced, true);
-      assert.equal(rec.path, `/slow/${headerTableSize}`);
-      await new Promise((r) => setTimeout(r, 50));
-      assert.equal(closed.get(`/slow/${headerTableSize}`), NGHTTP2_CANCEL);
+      const { code } = await eventually(() => closed.has(slow) && { code: closed.get(slow) }, `the upstream's ${slow} stream closed`);
+      assert.equal(code, NGHTTP2_CANCEL);
       // The upstream's own late answer (if it still sends one) passes; the next calls decode as before.
-      await new Promise((r) => setTimeout(r, 350));
+      held.get(slow)!();
       for (const n of [1, 2]) {
         const next = await call(session, `/fast/b${n}/${headerTableSize}`);
         assert.equal(next.headers[':status'], 200);
@@ -100,7 +108,7 @@ describe('relay: --enforce-deadlines', () => {
     session.on('error', () => {});
     const late = await call(session, '/slow/first', '100m');
     assert.equal(late.headers['grpc-status'], '4');
-    await new Promise((r) => setTimeout(r, 350));
+    held.get('/slow/first')!();
     const next = await call(session, '/fast/after-first');
     assert.deepEqual([next.headers[':status'], next.headers['x-padding'], next.trailers['grpc-status']], [200, 'p'.repeat(100), '0']);
     assert.equal(session.destroyed, false);
@@ -113,7 +121,7 @@ describe('relay: --enforce-deadlines', () => {
     const answer = await call(session, '/stream', '100m');
     assert.equal(answer.rstCode, NGHTTP2_CANCEL);
     assert.equal(answer.messagesBytes, MESSAGE.length);
-    const rec = sc.recorder.ended.at(-1)!;
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/stream');
     assert.deepEqual([rec.deadlineEnforced, rec.reset], [true, { side: 'proxy', code: NGHTTP2_CANCEL }]);
     session.close();
   });

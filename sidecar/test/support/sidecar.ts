@@ -16,6 +16,14 @@ export interface Recorder extends Observer {
   goaways: { side: GoawaySide; code: number }[];
   /** Resolves once `n` calls have ended (rejects after `timeoutMs`). */
   waitForEnded(n: number, timeoutMs?: number): Promise<CallRecord[]>;
+  /**
+   * Resolves with the first ended call that `match` picks, once it has ended
+   * (rejects after `timeoutMs`, naming the calls that did end). A test finds its
+   * own call's record by what it is — its path, or `since`: only calls started
+   * after `started.length` was `since` — never by its place in `ended`, where a
+   * call an earlier test left open can end last.
+   */
+  waitForCall(match: (call: CallRecord) => boolean, opts?: { since?: number; timeoutMs?: number }): Promise<CallRecord>;
 }
 
 export function createRecorder(): Recorder {
@@ -23,6 +31,12 @@ export function createRecorder(): Recorder {
   const notify = (): void => {
     for (const w of waiters.splice(0)) w();
   };
+  /** Resolves at the next call end, or after 50 ms at most. */
+  const nextEnd = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      waiters.push(resolve);
+      setTimeout(resolve, 50);
+    });
   const r: Recorder = {
     started: [],
     ended: [],
@@ -41,12 +55,21 @@ export function createRecorder(): Recorder {
       const deadline = Date.now() + timeoutMs;
       while (r.ended.length < n) {
         if (Date.now() > deadline) throw new Error(`expected ${n} ended calls, saw ${r.ended.length}`);
-        await new Promise<void>((resolve) => {
-          waiters.push(resolve);
-          setTimeout(resolve, 50);
-        });
+        await nextEnd();
       }
       return r.ended;
+    },
+    async waitForCall(match, { since = 0, timeoutMs = 5000 } = {}) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = r.ended.find((c) => match(c) && r.started.indexOf(c) >= since);
+        if (found) return found;
+        if (Date.now() > deadline) {
+          const seen = r.ended.map((c) => `#${c.id} ${c.httpMethod} ${c.path}`).join(', ');
+          throw new Error(`no ended call matched within ${timeoutMs} ms${since > 0 ? ` (only calls started after the first ${since})` : ''}; ended: ${seen || 'none'}`);
+        }
+        await nextEnd();
+      }
     },
   };
   return r;

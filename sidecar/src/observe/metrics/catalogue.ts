@@ -52,6 +52,10 @@ export class MetricCatalogue {
   readonly queueOverflows = new ValueFamily('rpcscope_upstream_queue_overflow_total', 'Calls answered UNAVAILABLE (503) because their endpoint\'s HTTP/1.1 connections and queue were full.', 'counter');
   readonly streamsRefused = new ValueFamily('rpcscope_streams_refused_total', 'Client HTTP/2 streams the relay refused (REFUSED_STREAM) past its own limits, by reason.', 'counter');
   readonly connectionOverflows = new ValueFamily('rpcscope_connections_overflow_total', 'Client connections closed unread as they were accepted, because --max-connections were open.', 'counter');
+  // Peers that vanished (fault-recorder.ts): keepalive and outlier ejection.
+  readonly keepaliveTimeouts = new ValueFamily('rpcscope_keepalive_timeouts_total', 'Connections closed because a PING went unanswered, and nothing else was read, within --keepalive-timeout, by side.', 'counter');
+  readonly ejections = new ValueFamily('rpcscope_upstream_ejections_total', 'Outbound endpoints taken out of rotation for a while after failing, by reason.', 'counter');
+  readonly ejected = new ValueFamily('rpcscope_upstream_ejected_endpoints', 'Outbound endpoints out of rotation now.', 'gauge');
 
   /** Every family in docs/metrics.md order, which is the exposition's order. */
   readonly families: readonly MetricFamily[];
@@ -66,6 +70,7 @@ export class MetricCatalogue {
       this.connectionsActive, this.connectionDuration, this.connectionCalls,
       this.upstreamCalls, this.upstreamActive, this.upstreamDuration, this.upstreamConnections, this.upstreamEndpoints, this.loadSkewRatio,
       this.internalErrors, this.connectionsTerminated, this.queueOverflows, this.streamsRefused, this.connectionOverflows,
+      this.keepaliveTimeouts, this.ejections, this.ejected,
     ];
   }
 }

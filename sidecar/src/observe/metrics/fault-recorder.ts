@@ -5,7 +5,7 @@
 // closed as they came past --max-connections. Every
 // known site and reason has its series from the start, at 0: an alert on
 // increase() needs the series before the first fault.
-import { FAULT_SITES, STREAM_REFUSAL_REASONS, TERMINATION_REASONS, type Faults } from '../faults.ts';
+import { EJECTION_REASONS, FAULT_SITES, KEEPALIVE_SIDES, STREAM_REFUSAL_REASONS, TERMINATION_REASONS, type Faults } from '../faults.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 
 export class FaultRecorder {
@@ -14,6 +14,9 @@ export class FaultRecorder {
   private readonly queueOverflowCell;
   private readonly refusedCells;
   private readonly connectionOverflowCell;
+  private readonly keepaliveCells;
+  private readonly ejectionCells;
+  private readonly ejectedCell;
 
   constructor(catalogue: MetricCatalogue, private readonly faults: Faults | undefined) {
     this.internalErrorCells = new Map(FAULT_SITES.map((where) => [where, catalogue.internalErrors.cell({ where })]));
@@ -21,6 +24,9 @@ export class FaultRecorder {
     this.queueOverflowCell = catalogue.queueOverflows.cell({});
     this.refusedCells = new Map(STREAM_REFUSAL_REASONS.map((reason) => [reason, catalogue.streamsRefused.cell({ reason })]));
     this.connectionOverflowCell = catalogue.connectionOverflows.cell({});
+    this.keepaliveCells = new Map(KEEPALIVE_SIDES.map((side) => [side, catalogue.keepaliveTimeouts.cell({ side })]));
+    this.ejectionCells = new Map(EJECTION_REASONS.map((reason) => [reason, catalogue.ejections.cell({ reason })]));
+    this.ejectedCell = catalogue.ejected.cell({});
   }
 
   /** Brings the counters up to date before a scrape renders them. */
@@ -31,5 +37,8 @@ export class FaultRecorder {
     this.queueOverflowCell.value = this.faults.upstreamQueueOverflows();
     for (const [reason, n] of this.faults.streamsRefused()) this.refusedCells.get(reason)!.value = n;
     this.connectionOverflowCell.value = this.faults.connectionsOverLimit();
+    for (const [side, n] of this.faults.keepaliveTimedOutCounts()) this.keepaliveCells.get(side)!.value = n;
+    for (const [reason, n] of this.faults.endpointEjections()) this.ejectionCells.get(reason)!.value = n;
+    this.ejectedCell.value = this.faults.ejectedNow();
   }
 }

@@ -1,0 +1,21 @@
+// The client's own count of its calls, which every scenario holds the sidecars' metrics to.
+import type { CallTally } from './agent-protocol.ts';
+
+export function countBy<T>(items: readonly T[], key: (item: T) => string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const item of items) out[key(item)] = (out[key(item)] ?? 0) + 1;
+  return out;
+}
+
+export const perCode = (tally: readonly CallTally[]): Record<string, number> => countBy(tally, (t) => t.code);
+/** Calls answered per pod (`x-pod`), failed calls (no pod) left out. */
+export const perPod = (tally: readonly CallTally[]): Record<string, number> => countBy(tally.filter((t) => t.pod !== ''), (t) => t.pod);
+/** The longest a call took, ms. */
+export const longest = (tally: readonly CallTally[]): number => Math.max(0, ...tally.map((t) => t.end - t.start));
+
+/** max / mean over `names` (a pod with no calls counts as 0): 1 even, N when one of N takes all. */
+export function skew(counts: Record<string, number>, names: readonly string[]): number {
+  const values = names.map((n) => counts[n] ?? 0);
+  const total = values.reduce((a, b) => a + b, 0);
+  return total === 0 ? 0 : Math.max(...values) / (total / values.length);
+}
