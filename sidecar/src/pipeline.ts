@@ -38,6 +38,7 @@ import type { ProxyContext } from './proxy/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
 import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
 import { H1AgentPool } from './proxy/h1-agent-pool.ts';
+import { H1Liveness } from './proxy/h1-liveness.ts';
 import { H2SessionPool } from './proxy/h2-session-pool.ts';
 import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
 import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
@@ -98,13 +99,14 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
   // an inbound sidecar's app shares its pod, whose death the kernel reports at once, and gRPC servers' ping
   // policies (grpc-go, C-core: no more than one every 5 minutes) would answer PINGs with ENHANCE_YOUR_CALM.
   const { keepaliveIntervalMs: intervalMs, keepaliveTimeoutMs: timeoutMs } = config;
+  const onTimeout = (href: string): void => {
+    faults.keepaliveTimedOut('upstream');
+    upstreams.keepaliveTimedOut(href);
+  };
   const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
     tcpIdleMs: intervalMs,
     ping: config.mode === 'outbound' ? { intervalMs, timeoutMs } : undefined,
-    onTimeout: (href) => {
-      faults.keepaliveTimedOut('upstream');
-      upstreams.keepaliveTimedOut(href);
-    },
+    onTimeout,
   });
   // HTTP/1.1 has one call per connection: a burst of calls connects a slice at a time and queues, within limits.
   const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
@@ -112,6 +114,8 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
     maxConnecting: config.upstreamMaxConnecting,
     maxPending: config.upstreamMaxPending,
     onQueueFull: () => faults.upstreamQueueFull(),
+    // HTTP/1.1 has no PING: in outbound mode an endpoint silent with calls waiting is probed with a TCP connect.
+    liveness: config.mode === 'outbound' && intervalMs > 0 ? new H1Liveness({ intervalMs, timeoutMs, probe: connectProbe, onTimeout }) : undefined,
   });
   const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
   const protocols = new UpstreamProtocols(

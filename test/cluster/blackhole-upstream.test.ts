@@ -12,40 +12,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sum } from '../support/metrics-text.ts';
 import type { CallTally } from './agent-protocol.ts';
 import { Cluster, SIDECAR_PORT, type OutboundSidecar } from './cluster.ts';
+import { reportFigure } from '../support/reliability-figures.ts';
 import { namespacesRefused } from './netns.ts';
 import { longest, perCode, perPod } from './tally.ts';
+import { DETECT_MS, KEEPALIVE, SLACK_MS, endpointState, until } from './waits.ts';
 
 const refused = await namespacesRefused();
 if (refused !== undefined) console.log(`# test/cluster skipped: ${refused}`);
-
-const INTERVAL_MS = 1000;
-const TIMEOUT_MS = 1000;
-/** The latest a dead connection is found after its last byte: a quiet interval (±10 %) to notice, one more to PING, the timeout. */
-const DETECT_MS = 2 * 1.1 * INTERVAL_MS + TIMEOUT_MS;
-/** Scheduling on 2 shared cores. */
-const SLACK_MS = 1000;
-const KEEPALIVE = ['--keepalive-interval', `${INTERVAL_MS}ms`, '--keepalive-timeout', `${TIMEOUT_MS}ms`];
-
-async function endpointState(outbound: OutboundSidecar, address: string): Promise<string | undefined> {
-  const view = await outbound.debugConnections();
-  return (view.endpoints as { upstream: string; state: string }[] | undefined)?.find((e) => e.upstream === address)?.state;
-}
-
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<number> {
-  const start = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - start;
-    if (Date.now() - start > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
 
 describe('an upstream pod blackholed behind an outbound sidecar', { skip: refused }, () => {
   let cluster: Cluster;
   let outbound: OutboundSidecar;
   before(async () => {
     cluster = await Cluster.start({ pods: 3, sidecarArgs: ['--data-plane', 'terminate', '--drain-delay', '2s', ...KEEPALIVE] });
-    // HTTP/2 toward the pods for REST callers too: an HTTP/1.1 connection has no PING to find it dead.
+    // HTTP/2 toward the pods for REST callers too (HTTP/1.1 is blackhole-upstream-h1.test.ts).
     outbound = await cluster.startOutbound(['--balance', 'round_robin', '--resolve-interval', '500ms', '--connect-timeout', '1s', '--upstream-protocol', 'http2', ...KEEPALIVE]);
   });
   after(async () => {
@@ -71,7 +51,12 @@ describe('an upstream pod blackholed behind an outbound sidecar', { skip: refuse
     const healedAt = Date.now();
     await cluster.heal(victim.ip);
     const [g, r] = await Promise.all([grpc, rest]);
-    console.log(`# blackholed upstream: ejected after ${ejectedAfter} ms, victim's sidecar free of the ghost after ${ghostFreeAfter} ms; gRPC ${JSON.stringify(perCode(g))}, REST ${JSON.stringify(perCode(r))}; longest call ${Math.max(longest(g), longest(r))} ms`);
+    const scenario = 'upstream pod blackholed under load, outbound sidecar (terminating) speaking HTTP/2 to the pods';
+    reportFigure({ section: 'network-faults', scenario, name: 'detection (blackhole to endpoint ejected)', value: ejectedAfter, unit: 'ms' });
+    reportFigure({ section: 'network-faults', scenario, name: 'the vanished pod\'s sidecar free of its ghost client', value: ghostFreeAfter, unit: 'ms' });
+    reportFigure({ section: 'network-faults', scenario, name: 'gRPC calls answered', value: JSON.stringify(perCode(g)) });
+    reportFigure({ section: 'network-faults', scenario, name: 'REST calls answered', value: JSON.stringify(perCode(r)) });
+    reportFigure({ section: 'network-faults', scenario, name: 'longest call (deadline 10 s; 300 ms of service time)', value: Math.max(longest(g), longest(r)), unit: 'ms' });
 
     // No call hung: every one ended well inside its 10 s deadline.
     assert.ok(longest(g) < DETECT_MS + SLACK_MS + 300 && longest(r) < DETECT_MS + SLACK_MS + 300, `longest call ${longest(g)} ms (gRPC), ${longest(r)} ms (REST)`);
@@ -99,20 +84,19 @@ describe('an upstream pod blackholed behind an outbound sidecar', { skip: refuse
     assert.deepEqual(perCode(tally), { OK: 30 });
     assert.ok((perPod(tally)[victim.name] ?? 0) >= 8, `the victim answers again: ${JSON.stringify(perPod(tally))}`);
     assert.equal(sum(await outbound.scrape(), 'rpcscope_upstream_ejected_endpoints'), 0);
-    console.log(`# blackholed upstream: back in rotation ${backAfter} ms after the heal was seen`);
+    reportFigure({ section: 'network-faults', scenario: 'upstream pod blackholed under load, outbound sidecar (terminating) speaking HTTP/2 to the pods', name: 'back in rotation after the heal', value: backAfter, unit: 'ms' });
   });
 
   test('an idle pooled connection to a vanished pod is found and its endpoint ejected before a call needs it', { timeout: 60_000 }, async () => {
     // Every pod has a pooled connection from the test before.
     const victim = cluster.pods[2]!;
     const before = sum(await outbound.scrape(), 'rpcscope_keepalive_timeouts_total', { side: 'upstream' });
-    const blackholedAt = Date.now();
     await cluster.blackhole(victim.ip);
     const found = await until('the idle connection found dead', DETECT_MS + SLACK_MS + 2000, async () => sum(await outbound.scrape(), 'rpcscope_keepalive_timeouts_total', { side: 'upstream' }) > before);
     assert.equal(await endpointState(outbound, `${victim.ip}:${SIDECAR_PORT}`).then((s) => s !== 'ready'), true, 'ejected');
     const tally = await cluster.client.load({ target: outbound.target, protocol: 'grpc', calls: 60, concurrency: 3, deadlineMs: 5000 });
     await cluster.heal(victim.ip);
-    console.log(`# idle blackholed upstream: found after ${found} ms (blackhole at ${blackholedAt})`);
+    reportFigure({ section: 'network-faults', scenario: 'idle pooled connection to a blackholed pod', name: 'found dead and ejected, before any call', value: found, unit: 'ms' });
     assert.deepEqual(perCode(tally), { OK: 60 });
     assert.equal(perPod(tally)[victim.name], undefined, 'no call sent to it');
     assert.ok(longest(tally) < 1000, `no call waited on it: longest ${longest(tally)} ms`);

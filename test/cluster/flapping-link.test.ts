@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, type OutboundSidecar } from './cluster.ts';
+import { reportFigure } from '../support/reliability-figures.ts';
 import { namespacesRefused } from './netns.ts';
 import { longest, perCode } from './tally.ts';
 
@@ -52,7 +53,11 @@ describe('a flapping link under load', { skip: refused }, () => {
     await cluster.client.load({ target: outbound.target, protocol: 'grpc', calls: 60, concurrency: 3 });
     await sleep(2000);
     const finish = await Cluster.processStats(outbound.pid);
-    console.log(`# flapping link: ${flaps} flaps, ${JSON.stringify(perCode(tally))}, longest call ${longest(tally)} ms; outbound sidecar RSS ${start.rssKiB} -> ${finish.rssKiB} KiB, fds ${start.fds} -> ${finish.fds}`);
+    const scenario = `one pod's link down and up every ${HALF_PERIOD_MS / 1000} s for ${FLAP_MS / 1000} s (${flaps} flaps), outbound sidecar`;
+    reportFigure({ section: 'network-faults', scenario, name: `calls (deadline ${DEADLINE_MS / 1000} s)`, value: JSON.stringify(perCode(tally)) });
+    reportFigure({ section: 'network-faults', scenario, name: 'longest call', value: longest(tally), unit: 'ms' });
+    reportFigure({ section: 'network-faults', scenario, name: 'outbound sidecar RSS before → after', value: `${(start.rssKiB / 1024).toFixed(1)} → ${(finish.rssKiB / 1024).toFixed(1)}`, unit: 'MiB' });
+    reportFigure({ section: 'network-faults', scenario, name: 'outbound sidecar file descriptors before → after', value: `${start.fds} → ${finish.fds}` });
 
     assert.ok(longest(tally) < DEADLINE_MS + 1000, `a call took ${longest(tally)} ms, deadline ${DEADLINE_MS}`);
     assert.deepEqual(Object.keys(perCode(tally)).filter((c) => !['OK', 'UNAVAILABLE', 'DEADLINE_EXCEEDED'].includes(c)), []);

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, SERVICE, type OutboundSidecar } from './cluster.ts';
+import { reportFigure } from '../support/reliability-figures.ts';
 import { namespacesRefused } from './netns.ts';
 import { perCode, perPod } from './tally.ts';
 
@@ -42,7 +43,10 @@ describe('a rolling restart behind a DNAT Service', { skip: refused }, () => {
     }
     const [vip, out] = await Promise.all([viaVip, viaOutbound]);
     await cluster.client.closeClients();
-    console.log(`# rolling restart: ${restarts.join(', ')}; via VIP ${JSON.stringify(perCode(vip))} ${JSON.stringify(perPod(vip))}; via outbound ${JSON.stringify(perCode(out))} ${JSON.stringify(perPod(out))}`);
+    const scenario = `rolling restart of ${cluster.pods.length} pods, --drain-delay and preStop ${DRAIN_DELAY_MS / 1000} s`;
+    reportFigure({ section: 'network-faults', scenario, name: 'calls through the Service VIP (one grpc-js connection), per pod', value: `${JSON.stringify(perCode(vip))} ${JSON.stringify(perPod(vip))}` });
+    reportFigure({ section: 'network-faults', scenario, name: 'calls through an outbound sidecar (DNS, per call), per pod', value: `${JSON.stringify(perCode(out))} ${JSON.stringify(perPod(out))}` });
+    reportFigure({ section: 'network-faults', scenario, name: 'calls lost', value: 2 * 800 - (perCode(vip).OK ?? 0) - (perCode(out).OK ?? 0), unit: 'calls' });
     assert.deepEqual(perCode(vip), { OK: 800 }, 'through the Service VIP');
     assert.deepEqual(perCode(out), { OK: 800 }, 'through the outbound sidecar');
     assert.deepEqual(restarts.map((r) => r.split(' exit ')[1]), ['0', '0', '0'], 'each sidecar drained and exited 0');

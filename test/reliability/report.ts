@@ -2,7 +2,8 @@
 //
 //   node --import tsx test/reliability/report.ts [--soak] [FILE.test.ts ...]
 //
-// runs every test/reliability/*.test.ts (or the files named), one at a time so
+// runs every test/reliability/*.test.ts and test/cluster/*.test.ts (the network
+// faults, as root; or the files named), one at a time so
 // that each measures the machine alone, with RPCSCOPE_RELIABILITY_FIGURES set:
 // every figure a test reports (test/support/reliability-figures.ts) lands in one
 // file. Then it writes test/reliability/REPORT.md: the machine and the date,
@@ -25,7 +26,9 @@ const REPORT = path.join(DIR, 'REPORT.md');
 const args = process.argv.slice(2);
 const soak = args.includes('--soak');
 const named = args.filter((a) => !a.startsWith('--'));
-const files = named.length > 0 ? named.map((f) => path.resolve(f)) : readdirSync(DIR).filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join(DIR, f));
+const CLUSTER = path.join(ROOT, 'test/cluster');
+const testsIn = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join(dir, f));
+const files = named.length > 0 ? named.map((f) => path.resolve(f)) : [...testsIn(DIR), ...testsIn(CLUSTER)];
 
 type Figure = ReliabilityFigure & { file: string };
 interface FileResult {
@@ -71,6 +74,7 @@ function machine(): string[] {
 const SECTIONS: Array<[ReliabilityFigure['section'], string]> = [
   ['load', 'Load held'],
   ['faults', 'Faults survived'],
+  ['network-faults', 'Network faults'],
   ['bad-input', 'Bad inputs tried'],
   ['interop', 'Interop'],
 ];

@@ -7,8 +7,8 @@ import { appendFileSync } from 'node:fs';
  * gathers the figures of every suite into test/reliability/REPORT.md.
  */
 export interface ReliabilityFigure {
-  /** The report's section: `load`, `faults`, `bad-input` or `interop`. */
-  section: 'load' | 'faults' | 'bad-input' | 'interop';
+  /** The report's section: `load`, `faults`, `network-faults` (test/cluster), `bad-input` or `interop`. */
+  section: 'load' | 'faults' | 'network-faults' | 'bad-input' | 'interop';
   /** What was tried, as a reader of the report would say it: `5,000 gRPC streams over 50 connections`. */
   scenario: string;
   /** The quantity: `peak RSS`, `calls lost`, `event-loop delay p99`. */

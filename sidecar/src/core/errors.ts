@@ -17,7 +17,11 @@ export const ErrorCode = {
    * down, and stays in rotation with what it was learnt to speak.
    */
   QUEUE_FULL: 'RPCSCOPE_ERR_QUEUE_FULL',
-  /** A connection answered no PING (and sent nothing) within --keepalive-timeout: its peer is taken for gone. */
+  /**
+   * A connection answered no PING (and sent nothing) within --keepalive-timeout; or,
+   * over HTTP/1.1, its endpoint sent nothing for --keepalive-interval while calls
+   * waited and took no TCP connection within --keepalive-timeout: its peer is taken for gone.
+   */
   KEEPALIVE_TIMEOUT: 'RPCSCOPE_ERR_KEEPALIVE_TIMEOUT',
   /** A request body was over the size a translated call reads whole. */
   BODY_TOO_LARGE: 'RPCSCOPE_ERR_BODY_TOO_LARGE',

@@ -14,6 +14,7 @@ import type { TerminationReason } from '../observe/faults.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { now } from '../clock.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
+import { abandonH1, abandonH2 } from '../proxy/call-guard.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
 import { relayApplies } from '../relay/relay-applies.ts';
 import { RelaySet } from '../relay/relay-set.ts';
@@ -233,8 +234,7 @@ export class ProxyListener {
     } catch (err) {
       this.ctx.faults.internalError(conn ? 'forward_h1' : 'listener', err);
       // The caller gets an answer it can read as the proxy's failure; with the response already under way, a cut.
-      if (res.headersSent) res.destroy();
-      else res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' }).end('rpcscope: internal error\n');
+      abandonH1(res);
     }
   }
 
@@ -270,7 +270,7 @@ export class ProxyListener {
       // also surfaces as the stream's 'error', which must have a listener: an unheard
       // one would end the process after all.
       stream.on('error', ignore);
-      if (!stream.destroyed) stream.close(Http2Error.INTERNAL_ERROR);
+      abandonH2(stream);
     }
   }
 

@@ -24,6 +24,8 @@ import { forwardH1ToH2 } from './forward-h1-to-h2.ts';
 import { forwardH2 } from './forward-h2.ts';
 import { forwardH2ToH1 } from './forward-h2-to-h1.ts';
 import type { Inbound } from './inbound.ts';
+import { abandonH1, abandonH2 } from './call-guard.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
 
 const ignore = (): void => {};
 
@@ -44,9 +46,11 @@ function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion
  * Run `go` with the upstream's version: now when it is known (or there is no
  * upstream: the caller's own forwarder answers that), else once it is learned.
  * An endpoint that could not be asked gets the caller's version, whose forwarder
- * reports it unreachable the usual way.
+ * reports it unreachable the usual way. A throw from `go` once the version is
+ * learned comes after the listener's own try/catch has returned: `abandon` ends
+ * the call as the listener would have.
  */
-function withUpstreamVersion(ctx: ProxyContext, call: Call, callerVersion: HttpVersion, callerLeft: (onLeave: () => void) => () => void, go: (version: HttpVersion, target: UpstreamUrl | undefined) => void): void {
+function withUpstreamVersion(ctx: ProxyContext, call: Call, callerVersion: HttpVersion, callerLeft: (onLeave: () => void) => () => void, go: (version: HttpVersion, target: UpstreamUrl | undefined) => void, abandon: (err: unknown) => void): void {
   const target = call.target;
   if (!target) return go(callerVersion, undefined);
   const grpcFamily = isGrpcFamily(call.record.protocol);
@@ -57,7 +61,11 @@ function withUpstreamVersion(ctx: ProxyContext, call: Call, callerVersion: HttpV
   void ctx.protocols.learn(target, callerVersion).then(() => {
     stopWatching();
     if (left) return;
-    go(ctx.protocols.versionFor(target, grpcFamily, callerVersion) ?? callerVersion, target);
+    try {
+      go(ctx.protocols.versionFor(target, grpcFamily, callerVersion) ?? callerVersion, target);
+    } catch (err) {
+      abandon(err);
+    }
   });
 }
 
@@ -95,6 +103,10 @@ export function forwardStream(ctx: ProxyContext, conn: ConnectionRecord, stream:
   withUpstreamVersion(ctx, arrived.call, '2', callerLeft, (version, target) => {
     if (version === '2' || !target) forwardH2(ctx, arrived, stream, headers, clientReset, onClientReset);
     else forwardH2ToH1(ctx, arrived, stream, headers, target, clientReset, onClientReset);
+  }, (err) => {
+    ctx.faults.internalError('forward_h2', err);
+    abandonH2(stream);
+    arrived.call.end({ side: 'proxy', code: Http2Error.INTERNAL_ERROR });
   });
 }
 
@@ -112,5 +124,9 @@ export function forwardRequest(ctx: ProxyContext, conn: ConnectionRecord, req: h
   withUpstreamVersion(ctx, arrived.call, '1.1', callerLeft, (version, target) => {
     if (version === '1.1' || !target) forwardH1(ctx, arrived, req, res, closing);
     else forwardH1ToH2(ctx, arrived, req, res, closing, target);
+  }, (err) => {
+    ctx.faults.internalError('forward_h1', err);
+    abandonH1(res);
+    arrived.call.end({ side: 'proxy', code: CONNECTION_CLOSED });
   });
 }

@@ -17,6 +17,7 @@ import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.t
 import type { Inbound } from './inbound.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { NodeErrorCode } from '../core/errors.ts';
+import { abandonH1, CallGuard } from './call-guard.ts';
 
 /**
  * HTTP/1.1 raw request headers as HTTP/2 fields: Host becomes :authority, names
@@ -57,6 +58,17 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   let resetCode: number = CONNECTION_CLOSED;
   let up: http2.ClientHttp2Stream | undefined;
 
+  // Every event callback of this call runs through the guard: a throw ends this call only.
+  const guard = new CallGuard(ctx.faults, 'forward_h1', () => {
+    if (up && !up.closed && !up.destroyed) up.close(Http2Error.CANCEL);
+    // Cut mid-response by the proxy; else answered 500, which the call records.
+    if (res.headersSent) closedBy ??= 'proxy';
+    else tap.responseHeaders(500, {});
+    // Closed already (the fault was in its own 'close'): the call ends here, else at that 'close'.
+    if (res.destroyed) call.end({ side: 'proxy', code: resetCode });
+    abandonH1(res);
+  });
+
   const reply = (code: LocalCode, message: string): void => {
     if (res.headersSent) return;
     const r = localReply(detected.protocol, detected.framed, contentType, code, message);
@@ -67,11 +79,11 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
     req.resume();
   };
 
-  res.on('close', () => {
+  res.on('close', guard.wrap(() => {
     if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: resetCode });
     if (up && !up.closed && !up.destroyed) up.close(Http2Error.CANCEL);
     call.end({ side: closedBy ?? 'client', code: resetCode });
-  });
+  }));
 
   const endStream = !hasBody(req);
   let pooled: PooledSession;
@@ -90,16 +102,16 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   pooled.conn.calls++;
   pooled.conn.active++;
 
-  call.enforceDeadline(() => {
+  call.enforceDeadline(guard.wrap(() => {
     upstream.close(Http2Error.CANCEL);
     if (!res.headersSent) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
     closedBy = 'proxy';
     res.destroy();
-  });
+  }));
 
   if (endStream) req.resume();
   else {
-    req.on('data', (chunk: Buffer) => tap.requestData(chunk));
+    req.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
     req.pipe(upstream);
   }
 
@@ -109,7 +121,7 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
   let responseLength: string | undefined;
   upstream.on('error', (err) => (upstreamError = err));
   // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
-  upstream.on('response', (h, _flags, raw?: string[]) => {
+  upstream.on('response', guard.wrap((h: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, _flags: number, raw?: string[]) => {
     record.upstreamHeadersTime = now();
     if (pooled.connectedAt !== undefined && pooled.connectedAt > record.upstreamStartTime!) record.upstreamStartTime = pooled.connectedAt;
     const status = Number(h[':status']);
@@ -122,18 +134,18 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
     if (closing()) res.shouldKeepAlive = false;
     res.writeHead(status, out);
     res.flushHeaders();
-  });
-  upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
+  }));
+  upstream.on('data', guard.wrap((chunk: Buffer) => tap.responseData(chunk)));
   upstream.pipe(res, { end: false });
   let trailersRaw: string[] | undefined;
-  upstream.on('trailers', (t, _flags, raw?: string[]) => {
+  upstream.on('trailers', guard.wrap((t: http2.IncomingHttpHeaders, _flags: number, raw?: string[]) => {
     trailers = t;
     trailersRaw = raw;
     tap.responseTrailers(t);
-  });
+  }));
   upstream.on('end', () => (ended = true));
 
-  upstream.on('close', () => {
+  upstream.on('close', guard.wrap(() => {
     pooled.conn.active--;
     if (res.destroyed || res.writableEnded || record.deadlineEnforced) return;
     const code = upstream.rstCode ?? Http2Error.INTERNAL_ERROR;
@@ -180,5 +192,5 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
     }
     // Cut short after the response began: HTTP/1.1 can only close the connection.
     res.destroy();
-  });
+  }));
 }

@@ -3,6 +3,7 @@
 // responses pass through, and a connection closed mid-call on either side is
 // closed on the other.
 import http from 'node:http';
+import type net from 'node:net';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
@@ -10,9 +11,10 @@ import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
-import { localReply, upstreamLostEnding, type LocalCode } from './local-reply.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { nodeHttps } from '../builtins.ts';
 import { ErrorCode } from '../core/errors.ts';
+import { abandonH1, CallGuard } from './call-guard.ts';
 
 /** Raw trailer pairs as `res.addTrailers` takes them. */
 function trailerPairs(raw: string[]): [string, string][] {
@@ -54,6 +56,18 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
 
   let upstreamOpened = false;
   let upstreamLength: string | undefined;
+  /** The upstream request, once there is one. */
+  const sent: { req?: http.ClientRequest } = {};
+  // Every event callback of this call runs through the guard: a throw ends this call only.
+  const guard = new CallGuard(ctx.faults, 'forward_h1', () => {
+    sent.req?.destroy();
+    // Cut mid-response by the proxy; else answered 500, which the call records.
+    if (res.headersSent) closedBy ??= 'proxy';
+    else tap.responseHeaders(500, {});
+    // Closed already (the fault was in its own 'close'): the call ends here, else at that 'close'.
+    if (res.destroyed) call.end({ side: 'proxy', code: CONNECTION_CLOSED });
+    abandonH1(res);
+  });
 
   const headers = withTraceparent(filterRawHeaders(req.rawHeaders), call.traceparent);
   // Transfer-Encoding is hop-by-hop and was taken off, but a body without
@@ -68,7 +82,7 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
   const codings = req.headers['transfer-encoding'];
   if (codings !== undefined && req.headers['content-length'] === undefined) headers.push('Transfer-Encoding', codings);
 
-  const upReq = (target.tls ? nodeHttps() : http).request({
+  const upstreamReq = (target.tls ? nodeHttps() : http).request({
     host: target.host,
     port: target.port,
     method,
@@ -79,29 +93,30 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     ...(target.tls ? { servername: target.host } : {}),
   });
   call.sent(target.authority);
-  upReq.on('socket', (socket) => {
+  sent.req = upstreamReq;
+  upstreamReq.on('socket', guard.wrap((socket: net.Socket) => {
     const upConn = H1AgentPool.connectionOf(socket);
     if (!upConn) return;
     const counted = (): void => {
       upstreamOpened = true;
       upConn.calls++;
       upConn.active++;
-      upReq.once('close', () => upConn.active--);
+      upstreamReq.once('close', () => upConn.active--);
     };
     // A reused keep-alive socket is already connected; a new one is not yet, and
     // the request reaches the upstream only once it is.
     if (socket.readyState === 'open' && !socket.connecting) counted();
     else
-      socket.once(target.tls ? 'secureConnect' : 'connect', () => {
+      socket.once(target.tls ? 'secureConnect' : 'connect', guard.wrap(() => {
         record.upstreamStartTime = now();
         counted();
-      });
-  });
+      }));
+  }));
 
-  req.on('data', (chunk: Buffer) => tap.requestData(chunk));
-  req.pipe(upReq);
+  req.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
+  req.pipe(upstreamReq);
 
-  upReq.on('response', (upRes) => {
+  upstreamReq.on('response', guard.wrap((upRes: http.IncomingMessage) => {
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
@@ -112,27 +127,32 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     // Headers go out now, not with the first body byte: server-sent events and
     // long polls must see them at once.
     res.flushHeaders();
-    upRes.on('data', (chunk: Buffer) => tap.responseData(chunk));
+    upRes.on('data', guard.wrap((chunk: Buffer) => tap.responseData(chunk)));
     upRes.pipe(res, { end: false });
-    upRes.on('end', () => {
+    upRes.on('end', guard.wrap(() => {
       record.upstreamEndTime = now();
       if (upRes.rawTrailers.length) {
         tap.responseTrailers(upRes.trailers);
         res.addTrailers(trailerPairs(filterRawHeaders(upRes.rawTrailers)));
       }
       res.end();
-    });
-    upRes.on('aborted', () => {
+    }));
+    upRes.on('aborted', guard.wrap(() => {
       // The upstream closed its connection mid-response: the caller must not take a
       // truncated body for a whole one.
       endUpstreamLost();
-    });
+    }));
     upRes.on('error', () => {});
-  });
+  }));
 
-  upReq.on('error', (err: Error & { code?: string }) => {
-    if (record.deadlineEnforced) return;
+  upstreamReq.on('error', guard.wrap((err: Error & { code?: string }) => {
+    if (record.deadlineEnforced || guard.abandoned) return;
     if (res.headersSent) return endUpstreamLost();
+    if (err.code === ErrorCode.KEEPALIVE_TIMEOUT) {
+      // Its endpoint vanished (see h1-liveness.ts): UNAVAILABLE, 503 for REST, which a caller may retry.
+      record.upstreamLost = true;
+      return reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+    }
     if (err.code === ErrorCode.QUEUE_FULL) {
       record.upstreamBusy = true;
       return reply(GrpcCode.UNAVAILABLE, err.message);
@@ -147,7 +167,7 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     // Connected, then closed without an answer: perhaps no longer the server it was.
     else ctx.protocols.forget(target);
     reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
-  });
+  }));
 
   /**
    * gRPC-Web and Connect streams stopped between frames end with their protocol's
@@ -165,17 +185,17 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     res.end(ending.body);
   };
 
-  res.on('close', () => {
+  res.on('close', guard.wrap(() => {
     if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: CONNECTION_CLOSED });
-    upReq.destroy();
+    upstreamReq.destroy();
     call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
-  });
+  }));
 
-  call.enforceDeadline(() => {
-    upReq.destroy();
+  call.enforceDeadline(guard.wrap(() => {
+    upstreamReq.destroy();
     if (!res.headersSent) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
     closedBy = 'proxy';
     res.destroy();
-  });
+  }));
 
 }

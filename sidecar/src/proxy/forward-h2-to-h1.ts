@@ -16,10 +16,11 @@ import type { ProxyContext } from './context.ts';
 import { countUpstreamSocket } from './h1-upstream-socket.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
-import { replyOnH2, type LocalCode } from './local-reply.ts';
+import { replyOnH2, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
 import { nodeHttps } from '../builtins.ts';
 import { ErrorCode } from '../core/errors.ts';
+import { abandonH2, CallGuard } from './call-guard.ts';
 
 type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
 const NO_BODY: RespondOptions = { endStream: true, sendDate: false };
@@ -55,6 +56,16 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
   /** The upstream request, once there is one. */
   const sent: { req?: http.ClientRequest } = {};
 
+  // Every event callback of this call runs through the guard: a throw ends this call only.
+  const guard = new CallGuard(ctx.faults, 'forward_h2', () => {
+    sent.req?.destroy();
+    closedBy ??= { side: 'proxy', code: Http2Error.INTERNAL_ERROR };
+    responded = true;
+    // Closed already (the fault was in its own 'close'): the call ends here, else at that 'close'.
+    if (stream.destroyed) call.end(closedBy);
+    abandonH2(stream);
+  });
+
   const reply = (code: LocalCode, message: string): void => {
     if (responded || stream.destroyed) return;
     responded = true;
@@ -62,14 +73,14 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     replyOnH2(stream, tap, detected, contentType, code, message);
   };
 
-  stream.on('close', () => {
+  stream.on('close', guard.wrap(() => {
     if (responseDone) return call.end();
     if (closedBy) return call.end(closedBy);
     sent.req?.destroy();
     const code = clientReset();
     call.end({ side: 'client', code });
     if (code !== CONNECTION_CLOSED) onClientReset();
-  });
+  }));
 
   if (detected.protocol === 'grpc') {
     ctx.protocols.grpcRefused(target);
@@ -90,20 +101,20 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
   call.sent(target.authority);
   const socketState = countUpstreamSocket(req, target, record);
 
-  call.enforceDeadline(() => {
+  call.enforceDeadline(guard.wrap(() => {
     req.destroy();
     if (!responded) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
     closedBy = { side: 'proxy', code: Http2Error.CANCEL };
     stream.close(Http2Error.CANCEL);
-  });
+  }));
 
   if (stream.endAfterHeaders) req.end();
   else {
-    stream.on('data', (chunk: Buffer) => tap.requestData(chunk));
+    stream.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
     stream.pipe(req);
   }
 
-  req.on('response', (upRes) => {
+  req.on('response', guard.wrap((upRes: http.IncomingMessage) => {
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
@@ -121,36 +132,41 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     }
     responded = true;
     if (bodiless) responseDone = true;
-    upRes.on('data', (chunk: Buffer) => tap.responseData(chunk));
+    upRes.on('data', guard.wrap((chunk: Buffer) => tap.responseData(chunk)));
     if (!bodiless) upRes.pipe(stream, { end: false });
     else upRes.resume();
-    upRes.on('end', () => {
+    upRes.on('end', guard.wrap(() => {
       record.upstreamEndTime = now();
       if (upRes.rawTrailers.length) tap.responseTrailers(upRes.trailers);
       if (!bodiless && !stream.destroyed) stream.end();
-    });
-    stream.once('wantTrailers', () => {
+    }));
+    stream.once('wantTrailers', guard.wrap(() => {
       const trailers: Record<string, string | string[]> = {};
       fieldsFromRaw(upRes.rawTrailers, trailers);
       responseDone = true;
       stream.sendTrailers(trailers);
-    });
-    upRes.on('aborted', () => {
+    }));
+    upRes.on('aborted', guard.wrap(() => {
       // The upstream closed its connection mid-response: the caller must not take
       // a truncated body for a whole one, so its stream is reset.
       if (stream.destroyed) return;
       closedBy = { side: 'upstream', code: CONNECTION_CLOSED };
       stream.close(Http2Error.INTERNAL_ERROR);
-    });
+    }));
     upRes.on('error', () => {});
-  });
+  }));
 
-  req.on('error', (err: Error & { code?: string }) => {
-    if (record.deadlineEnforced || stream.destroyed) return;
+  req.on('error', guard.wrap((err: Error & { code?: string }) => {
+    if (record.deadlineEnforced || stream.destroyed || guard.abandoned) return;
     if (responded) {
       closedBy ??= { side: 'upstream', code: CONNECTION_CLOSED };
       stream.close(Http2Error.INTERNAL_ERROR);
       return;
+    }
+    if (err.code === ErrorCode.KEEPALIVE_TIMEOUT) {
+      // Its endpoint vanished (see h1-liveness.ts): UNAVAILABLE, 503 for REST, which a caller may retry.
+      record.upstreamLost = true;
+      return reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
     }
     if (err.code === ErrorCode.QUEUE_FULL) {
       record.upstreamBusy = true;
@@ -161,5 +177,5 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     // Connected, then closed without an answer: perhaps no longer the server it was.
     else ctx.protocols.forget(target);
     reply(opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${opened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
-  });
+  }));
 }

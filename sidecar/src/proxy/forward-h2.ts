@@ -21,6 +21,7 @@ import type { PooledSession } from './h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
 import { refusal } from './upstream-retries.ts';
 import { NodeErrorCode } from '../core/errors.ts';
+import { abandonH2, CallGuard } from './call-guard.ts';
 
 /** Node's error for a stream the peer reset with a code other than NO_ERROR or CANCEL. */
 /** Node's error for a stream still waiting for its session when the upstream's GOAWAY closed it: never sent. */
@@ -67,6 +68,8 @@ class H2Forward {
   private lostTrailers: Record<string, string> | undefined;
   /** Why the proxy closed the downstream stream, when it did. */
   private closedBy: CallReset | undefined;
+  /** Every event callback of this call runs through it: a throw ends this call only. */
+  readonly guard: CallGuard;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -76,6 +79,18 @@ class H2Forward {
     private readonly onClientReset: () => void,
   ) {
     this.endStream = stream.endAfterHeaders;
+    this.guard = new CallGuard(ctx.faults, 'forward_h2', () => this.abandon());
+  }
+
+  /** A fault of the sidecar's own in this call: the upstream cancelled, the caller's stream reset INTERNAL_ERROR. */
+  private abandon(): void {
+    const up = this.current?.upstream;
+    if (up && !up.closed && !up.destroyed) up.close(Http2Error.CANCEL);
+    this.closedBy ??= { side: 'proxy', code: Http2Error.INTERNAL_ERROR };
+    this.response = 'ended';
+    // Closed already (the fault was in its own 'close'): the call ends here, else at that 'close'.
+    if (this.stream.destroyed) this.inbound.call.end(this.closedBy);
+    abandonH2(this.stream);
   }
 
   /** Local answer to the caller (UNAVAILABLE, DEADLINE_EXCEEDED, ...), unless a response has begun. */
@@ -113,8 +128,8 @@ class H2Forward {
     else filterH2Headers(headers, requestHeaders as Record<string, string | string[]>);
     if (call.traceparent) requestHeaders.traceparent = call.traceparent;
 
-    call.enforceDeadline(() => this.deadlineExpired());
-    this.stream.on('wantTrailers', () => this.sendTrailers());
+    call.enforceDeadline(this.guard.wrap(() => this.deadlineExpired()));
+    this.stream.on('wantTrailers', this.guard.wrap(() => this.sendTrailers()));
     this.attempt(target);
   }
 
@@ -169,19 +184,20 @@ class H2Forward {
       else this.body = new ReplayableBody(this.stream, upstream, (chunk) => tap.requestData(chunk));
     }
 
+    const { guard } = this;
     upstream.on('error', (err) => {
       attempt.error = err;
     });
     // Node hands each header block's raw fields over as a third argument, which its type definitions leave out.
-    upstream.on('response', (h, flags, raw?: string[]) => this.upstreamResponse(session, h, flags, raw));
-    upstream.on('data', (chunk: Buffer) => tap.responseData(chunk));
+    upstream.on('response', guard.wrap((h: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, flags: number, raw?: string[]) => this.upstreamResponse(session, h, flags, raw)));
+    upstream.on('data', guard.wrap((chunk: Buffer) => tap.responseData(chunk)));
     upstream.pipe(this.stream, { end: false });
-    upstream.on('trailers', (t, _flags, raw?: string[]) => {
+    upstream.on('trailers', guard.wrap((t: http2.IncomingHttpHeaders, _flags: number, raw?: string[]) => {
       this.trailers = t;
       this.trailersRaw = raw;
       tap.responseTrailers(t);
-    });
-    upstream.on('end', () => {
+    }));
+    upstream.on('end', guard.wrap(() => {
       this.endSeen = true;
       // Node also ends the readable side when a RST_STREAM arrives, before its code
       // is known, and ending the caller's stream then would make a truncated body look
@@ -189,8 +205,8 @@ class H2Forward {
       // trailers, or the status frame gRPC-Web and Connect put in the body; otherwise
       // at 'close', where the reset code (or its absence) is known.
       if (this.trailers || tap.sawEndFrame()) this.completeResponse();
-    });
-    upstream.on('close', () => this.upstreamClosed(target, attempt));
+    }));
+    upstream.on('close', guard.wrap(() => this.upstreamClosed(target, attempt)));
   }
 
   private upstreamResponse(session: PooledSession, h: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader, flags: number, raw: string[] | undefined): void {
@@ -292,7 +308,7 @@ class H2Forward {
  */
 export function forwardH2(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, clientReset: () => number, onClientReset: () => void = ignore): void {
   const handler = new H2Forward(ctx, inbound, stream, clientReset, onClientReset);
-  stream.on('close', () => handler.downstreamClosed());
+  stream.on('close', handler.guard.wrap(() => handler.downstreamClosed()));
   const target = inbound.call.target;
   if (!target) {
     inbound.call.record.upstreamUnreachable = true;

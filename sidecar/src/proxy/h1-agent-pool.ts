@@ -21,6 +21,7 @@ import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttps } from '../builtins.ts';
 import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
+import type { H1Liveness } from './h1-liveness.ts';
 
 const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
 type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
@@ -34,6 +35,8 @@ export interface H1Limits {
   maxPending: number;
   /** A call found the queue full. */
   onQueueFull: () => void;
+  /** Endpoints silent with calls waiting are looked into (outbound: pods on other nodes can vanish). */
+  liveness?: H1Liveness;
 }
 
 const DEFAULT_LIMITS: H1Limits = { maxConnections: 1024, maxConnecting: 128, maxPending: 1024, onQueueFull: () => {} };
@@ -185,6 +188,7 @@ export class H1AgentPool {
       // After the agent's own 'free' listener has put the socket back among the free ones.
       agent.on('free', () => gate.drain());
       this.agents.set(target.href, agent);
+      this.limits.liveness?.watch(target, agent, () => gate.inFlight > 0);
     }
     return agent;
   }
@@ -231,12 +235,14 @@ export class H1AgentPool {
     const agent = this.agents.get(target.href);
     if (!agent) return;
     this.agents.delete(target.href);
+    this.limits.liveness?.forget(target);
     this.gates.get(target.href)?.abandon(target.authority);
     this.gates.delete(target.href);
     agent.destroy();
   }
 
   close(): void {
+    this.limits.liveness?.close();
     for (const [href, gate] of this.gates) gate.abandon(href);
     for (const agent of this.agents.values()) agent.destroy();
   }

@@ -2,7 +2,10 @@
 // throws on marked calls are put into a real sidecar through its seams (the
 // observation factory, the forwarders). The faulty calls end cleanly for their
 // own callers, every other client is served as before, and /metrics counts each
-// fault by where it was raised.
+// fault by where it was raised. A forwarder's fault may also come later, inside
+// one of its own event callbacks (here: when the upstream's answer arrives and
+// the forwarder writes the caller's response head); that one must be contained
+// as well, not reach the process as an uncaught exception.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -20,6 +23,20 @@ interface Client extends grpc.Client {
 }
 
 const FAULT_HEADER = 'x-test-fault';
+/** The fault header's value that asks for a fault later, inside the forwarder's upstream 'response' callback. */
+const LATER = 'later';
+
+/** `fn`, throwing `message` the first time it is called. */
+function throwingOnce<F extends (...args: never[]) => unknown>(fn: F, message: string): F {
+  let thrown = false;
+  return ((...args: Parameters<F>) => {
+    if (!thrown) {
+      thrown = true;
+      throw new Error(message);
+    }
+    return fn(...args);
+  }) as F;
+}
 
 function echo(client: Client, metadata?: grpc.Metadata): Promise<{ err: grpc.ServiceError | null; res?: EchoResponseObject }> {
   return new Promise((resolve) => {
@@ -53,11 +70,13 @@ describe('faults raised while handling one call stay in that call', () => {
     const forwarders: Forwarders = {
       ...FORWARDERS,
       h1: (ctx, conn, req, res, closing) => {
-        if (req.headers[FAULT_HEADER]) throw new Error('injected HTTP/1.1 forwarder fault');
+        if (req.headers[FAULT_HEADER] === LATER) res.writeHead = throwingOnce(res.writeHead.bind(res), 'injected HTTP/1.1 fault in the upstream response callback');
+        else if (req.headers[FAULT_HEADER]) throw new Error('injected HTTP/1.1 forwarder fault');
         FORWARDERS.h1(ctx, conn, req, res, closing);
       },
       h2: (ctx, conn, stream, headers, onClientReset) => {
-        if (headers[FAULT_HEADER]) throw new Error('injected HTTP/2 forwarder fault');
+        if (headers[FAULT_HEADER] === LATER) stream.respond = throwingOnce(stream.respond.bind(stream), 'injected HTTP/2 fault in the upstream response callback');
+        else if (headers[FAULT_HEADER]) throw new Error('injected HTTP/2 forwarder fault');
         FORWARDERS.h2(ctx, conn, stream, headers, onClientReset);
       },
     };
@@ -76,6 +95,31 @@ describe('faults raised while handling one call stay in that call', () => {
     await sidecar.drain();
     await upstream.close();
   });
+
+  /**
+   * A gRPC call marked with the fault header beside an unmarked one on the same
+   * connection, then a marked REST call and an unmarked one: the marked ones end
+   * INTERNAL / 500 for their callers, the others are answered, and the same
+   * client is served after.
+   */
+  async function faultyBesideHealthy(mark: string): Promise<void> {
+    const marked = new grpc.Metadata();
+    marked.set(FAULT_HEADER, mark);
+    const [faulty, healthy] = await Promise.all([echo(client, marked), echo(client)]);
+    assert.equal(faulty.err?.code, grpc.status.INTERNAL, 'the faulty call ends INTERNAL for its caller');
+    assert.equal(healthy.err, null);
+    assert.equal(healthy.res!.message, 'hi');
+
+    const faultyRest = await fetch(`${url}/v1/echo/abc`, { headers: { [FAULT_HEADER]: mark } });
+    assert.equal(faultyRest.status, 500);
+    assert.equal(await faultyRest.text(), 'rpcscope: internal error\n');
+    const rest = await fetch(`${url}/v1/echo/abc`);
+    assert.equal(rest.status, 200);
+    await rest.text();
+
+    const after = await echo(client);
+    assert.equal(after.err, null);
+  }
 
   it('every fault is counted where it was raised, at 0 before the first', async () => {
     const text = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -100,25 +144,29 @@ describe('faults raised while handling one call stay in that call', () => {
   });
 
   it('a throwing forwarder ends its own call (gRPC INTERNAL, REST 500) while the same client keeps being served', async () => {
-    const marked = new grpc.Metadata();
-    marked.set(FAULT_HEADER, '1');
-    const [faulty, healthy] = await Promise.all([echo(client, marked), echo(client)]);
-    assert.equal(faulty.err?.code, grpc.status.INTERNAL);
-    assert.equal(healthy.err, null);
-    assert.equal(healthy.res!.message, 'hi');
-
-    const faultyRest = await fetch(`${url}/v1/echo/abc`, { headers: { [FAULT_HEADER]: '1' } });
-    assert.equal(faultyRest.status, 500);
-    await faultyRest.text();
-    const rest = await fetch(`${url}/v1/echo/abc`);
-    assert.equal(rest.status, 200);
-    await rest.text();
-
-    const after = await echo(client);
-    assert.equal(after.err, null);
+    await faultyBesideHealthy('1');
     const text = await (await fetch(`${adminUrl}/metrics`)).text();
     assert.equal(sample(text, 'rpcscope_internal_errors_total{where="forward_h2"}'), 1);
     assert.equal(sample(text, 'rpcscope_internal_errors_total{where="forward_h1"}'), 1);
     assert.equal(sample(text, 'rpcscope_internal_errors_total{where="listener"}'), 0);
+  });
+
+  it('a fault thrown later, in the forwarder\'s own event callback, ends its own call and is counted like the synchronous ones', async () => {
+    const before = await (await fetch(`${adminUrl}/metrics`)).text();
+    const h2Before = sample(before, 'rpcscope_internal_errors_total{where="forward_h2"}');
+    const h1Before = sample(before, 'rpcscope_internal_errors_total{where="forward_h1"}');
+
+    await faultyBesideHealthy(LATER);
+    const text = await (await fetch(`${adminUrl}/metrics`)).text();
+    assert.equal(sample(text, 'rpcscope_internal_errors_total{where="forward_h2"}') - h2Before, 1);
+    assert.equal(sample(text, 'rpcscope_internal_errors_total{where="forward_h1"}') - h1Before, 1);
+    assert.equal(sample(text, 'rpcscope_internal_errors_total{where="listener"}'), 0);
+    // Each abandoned call ended once, as its caller saw it; none is left in flight.
+    const GRPC = 'rpcscope_calls_total{direction="inbound",protocol="grpc",encoding="proto",method="echo.v1.EchoService/Echo",operation="echo.v1.EchoService/Echo"';
+    const REST = 'rpcscope_calls_total{direction="inbound",protocol="rest",encoding="other",method="GET /v1/echo/abc",operation="GET /v1/echo/abc"';
+    assert.equal(sample(text, `${GRPC},code="INTERNAL",http_status="200"}`), 1);
+    assert.equal(sample(text, `${REST},code="INTERNAL",http_status="500"}`), 1);
+    assert.equal(sample(text, 'rpcscope_calls_active{direction="inbound",protocol="grpc",method="echo.v1.EchoService/Echo"}'), 0);
+    assert.equal(sample(text, 'rpcscope_calls_active{direction="inbound",protocol="rest",method="GET /v1/echo/abc"}'), 0);
   });
 });
