@@ -200,6 +200,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const { observation, connections, tap, observer } = observing(observe, upstreams, faults);
   const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams);
 
+  const translating = createTranslating(config, log);
   const ctx: ProxyContext = {
     config,
     observer,
@@ -214,14 +215,13 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,
-    translating: createTranslating(config, log),
+    translating,
     nextConnId,
     connectFailures,
   };
 
   // The retry, translation and mirror counters are served after the call metrics.
   observation.addMetrics?.((openMetrics) => ctx.retries.render(openMetrics));
-  const translating = ctx.translating;
   if (translating) observation.addMetrics?.((openMetrics) => translating.metrics.render(openMetrics));
   const shadow = translating?.shadow;
   if (shadow) observation.addMetrics?.((openMetrics) => shadow.render(openMetrics));

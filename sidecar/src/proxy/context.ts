@@ -3,7 +3,6 @@ import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from '../balancer/upstreams.ts';
 import type { Router } from '../route/router.ts';
-import type { Translating } from '../transcode/hand-off.ts';
 import type { CallTracing } from '../observe/call-tracing.ts';
 import type { Faults } from '../observe/faults.ts';
 import type { Observer } from '../observe/observer.ts';
@@ -12,6 +11,9 @@ import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
 import type { UpstreamProtocols } from './upstream-protocol.ts';
 import type { UpstreamRetries } from './upstream-retries.ts';
+import type { Inbound } from './inbound.ts';
+import type http from 'node:http';
+import type http2 from 'node:http2';
 
 export interface ProxyContext {
   readonly config: Config;
@@ -38,4 +40,15 @@ export interface ProxyContext {
   nextConnId(): number;
   /** One warn line per unreachable upstream, whichever path (pools, relay) failed to connect. */
   readonly connectFailures: ConnectFailureLog;
+}
+
+/**
+ * A stage before the plain forwarders (transcode/hand-off.ts: REST transcoding,
+ * the gRPC-Web bridge, CORS preflights, the mirror): each method answers true
+ * when it took the call, whose caller it then answers itself. Declared here, by
+ * the forwarders that ask it, so that the proxy depends on no translating path.
+ */
+export interface Translating {
+  h1(ctx: ProxyContext, arrived: Inbound, req: http.IncomingMessage, res: http.ServerResponse): boolean;
+  h2(ctx: ProxyContext, arrived: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean;
 }

@@ -10,7 +10,7 @@ import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/parse-value.ts';
 import type { Inbound } from '../proxy/inbound.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext, Translating as TranslatingStage } from '../proxy/context.ts';
 import { h1Caller, h2Caller, type Caller } from './caller.ts';
 import { Cors } from './cors.ts';
 import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
@@ -20,7 +20,7 @@ import { RehearsalSplit } from './rehearsal-split.ts';
 import { loadTranscodeTable, type TranscodeTable } from './transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
 
-export class Translating {
+export class Translating implements TranslatingStage {
   readonly metrics = new TranscodeMetrics();
 
   constructor(
