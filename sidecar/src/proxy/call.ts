@@ -8,11 +8,31 @@ import type { ConnectionRecord } from '../observe/observer.ts';
 import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';
 import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
-import type { ProxyContext } from './context.ts';
+import type { Config } from '../config/load.ts';
+import type { Router } from '../route/router.ts';
+import type { Upstreams } from '../balancer/upstreams.ts';
+import type { CallTracing } from '../observe/call-tracing.ts';
+import type { Faults } from '../observe/faults.ts';
+import type { Observer } from '../observe/observer.ts';
+import type { UpstreamProtocols } from './upstream-protocol.ts';
 import { now } from '../clock.ts';
 
 
 type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** What a call reads of the proxy's parts: the pipeline's ProxyContext holds them all. */
+export interface CallDeps {
+  readonly config: Pick<Config, 'mode' | 'enforceDeadlines'>;
+  readonly router: Router;
+  readonly upstreams: Upstreams;
+  readonly tracing: CallTracing;
+  readonly observer: Observer;
+  readonly faults: Faults;
+  readonly protocols: Pick<UpstreamProtocols, 'forget'>;
+  /** Calls in flight, for the drain to wait on. */
+  readonly inflight: Set<{ end(): void }>;
+  nextCallId(): number;
+}
 
 export class Call {
   readonly record: CallRecord;
@@ -27,7 +47,7 @@ export class Call {
   private deadlineTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly ctx: ProxyContext,
+    private readonly ctx: CallDeps,
     private readonly conn: ConnectionRecord,
     detected: Detected,
     httpVersion: HttpVersion,

@@ -43,6 +43,7 @@ import { SETTINGS_ACK, frame, goawayFrame, rstStreamFrame, windowUpdateFrame } f
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
 import { RelayCalls, type Reset } from './relay-calls.ts';
+import { NEXT, type Phase } from './relay-phase.ts';
 import { RelayDetour, type DetourHost } from './relay-detour.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 import { connectUpstream } from './upstream-connect.ts';
@@ -70,30 +71,6 @@ export interface RelayOptions {
   /** Translate mode: client header blocks written anew, with the call's traceparent. */
   translate: boolean;
 }
-
-/**
- * Where the connection is. Only `enter` moves it, and only along these:
- *
- *   connecting → open      the upstream's socket is up (over TLS, it agreed to h2)
- *   connecting → local     it could not be reached: the relay answers the calls itself
- *   open → lost            its connection broke under calls in flight: the relay ends
- *                          them in their own protocol's words before the client's goes
- *   open → detached        it went gracefully (GOAWAY, then close): the client's
- *                          connection goes on, its calls sent on connections of the
- *                          relay's own (relay-detour.ts)
- *   any but closed → closed
- *
- * Bytes go to the upstream only while connecting (held) and open.
- */
-export type Phase = 'connecting' | 'open' | 'local' | 'lost' | 'detached' | 'closed';
-const NEXT: Readonly<Record<Phase, readonly Phase[]>> = {
-  connecting: ['open', 'local', 'closed'],
-  open: ['lost', 'detached', 'closed'],
-  local: ['closed'],
-  lost: ['closed'],
-  detached: ['closed'],
-  closed: [],
-};
 
 /** Its parts reach back here through their host interfaces, whose members are public for them alone. */
 export class RelayConnection implements ClientWriterHost, DetourHost {

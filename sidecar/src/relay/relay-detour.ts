@@ -23,49 +23,13 @@ import { dataFrame, headerBlockFrames, rstStreamFrame, windowUpdateFrame } from 
 import { replyFrames } from './local-endings.ts';
 import { refusal, type RetryReason } from '../proxy/upstream-retries.ts';
 import type { RelayCalls } from './relay-calls.ts';
-import type { Phase } from './relay-connection.ts';
-import type { RelayStream } from './relay-stream.ts';
+import type { Phase } from './relay-phase.ts';
+import { DetourStream, type Piece, type RelayStream } from './relay-stream.ts';
 
 /** An answer from another connection held for the client's windows: past it, that connection waits. */
 const MAX_OUT_BYTES = 64 * 1024;
 
 const EMPTY = Buffer.alloc(0);
-
-/** What the relay writes itself toward the client for a stream it sent on another connection, in order. */
-export type Piece =
-  | { kind: 'headers'; fields: [string, string][]; end: boolean }
-  | { kind: 'data'; bytes: Buffer; end: boolean }
-  | { kind: 'rst'; code: number; reset: { side: 'upstream' | 'proxy'; code: number } | undefined };
-
-/** A call sent on a connection of the relay's own, for the rest of its life (RelayStream.detour). */
-export class DetourStream {
-  /** Its stream there, once the request went: the relayed upstream's frames for it are not its answer. */
-  via: http2.ClientHttp2Stream | undefined;
-  /** Sent a second time already: never a third. */
-  retried = false;
-  /** Its answer, waiting for the client's windows and frame boundaries. */
-  out: Piece[] = [];
-  outBytes = 0;
-  /** The last piece of its answer is queued. */
-  outEnded = false;
-
-  /** @param sending the detour's streams whose answer has pieces waiting, this one among them at times */
-  constructor(readonly id: number, readonly stream: RelayStream, private readonly sending: Map<number, DetourStream>) {}
-
-  /** The call ended: nothing more of its answer is written, and (`reset`: not whole) its stream here ends too. */
-  ended(reset: boolean): void {
-    this.sending.delete(this.id);
-    if (reset && this.via && !this.via.closed) this.via.close(Http2Error.CANCEL);
-  }
-
-  /** The relay answers the call itself (its deadline passed): its stream here stops, and its answer is dropped. */
-  drop(): void {
-    if (this.via && !this.via.closed) this.via.close(Http2Error.CANCEL);
-    this.via = undefined;
-    this.out = [];
-    this.sending.delete(this.id);
-  }
-}
 
 /** What the detour reads of the connection whose calls it sends (relay-connection.ts). */
 export interface DetourHost {
