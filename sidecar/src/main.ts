@@ -6,7 +6,7 @@ import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
-import { createCallTracing } from './observe/call-tracing.ts';
+import { createCallTracing } from './observe/tracing-from-env.ts';
 import { createObservation } from './observe/observation.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';

@@ -14,7 +14,6 @@
 // Each stage hands calls to the next, so startSidecar (at the end) builds them
 // from the last back to the first, then opens the admin port and the proxy port.
 import { readFileSync } from 'node:fs';
-import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
 import { AdminAuth } from './admin/admin-auth.ts';
@@ -31,8 +30,8 @@ import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './balancer/up
 import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
-import type { CallTracing } from './observe/call-tracing.ts';
 import { Faults } from './observe/faults.ts';
+import type { Observation, ObservationFactory } from './observe/observation.ts';
 import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
@@ -54,18 +53,7 @@ export interface Sidecar {
 }
 
 /** What observes the calls: built once the endpoints' source is known. */
-export interface Observation {
-  /** The router of the routes files; without one, calls are routed by --max-methods alone. */
-  router?: Router;
-  observers: Observer[];
-  tracing: CallTracing;
-  adminHandlers: Map<string, http.RequestListener>;
-  /** Families served on /metrics after the call metrics (the translation metrics). */
-  addMetrics?(render: (openMetrics: boolean) => string): void;
-  shutdown(): Promise<void>;
-}
-
-export type ObservationFactory = (knownEndpoints: () => readonly string[], faults: Faults) => Observation;
+export type { Observation, ObservationFactory } from './observe/observation.ts';
 
 /** Parts a test may replace, e.g. to inject a fault; the real ones by default. */
 export interface SidecarParts {

@@ -13,7 +13,7 @@ import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-pro
 const ROUNDS = 20;
 /**
  * A round stops, uncut, once the client has reset this many streams. The
- * sidecar's budget (sidecar/src/listen/reset-budget.ts) is a burst of 200 and 33
+ * sidecar's budget (sidecar/src/h2/reset-budget.ts) is a burst of 200 and 33
  * more a second; this client resets them 100 at a time, so only a client slower
  * than a burst every 2 s would stay under it for 5,000 streams. A round ends on
  * what the sidecar does, not on how fast this machine lets the client flood.

@@ -40,7 +40,7 @@ export interface Config {
   requestHeadersTimeoutMs: number;
   idleTimeoutMs: number;
   endpointSeriesTtlMs: number;
-  /** HTTP/2 PING keepalive and TCP keepalive (listen/h2-keepalive.ts); an interval of 0 turns both off. */
+  /** HTTP/2 PING keepalive and TCP keepalive (h2/h2-keepalive.ts); an interval of 0 turns both off. */
   keepaliveIntervalMs: number;
   keepaliveTimeoutMs: number;
   /** 0 means connections are never aged out. */

@@ -2,9 +2,7 @@
 // upstream a traceparent naming the sidecar's span. Off unless the standard
 // OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set: then spans go out over OTLP/HTTP.
 // Off is the no-op object below, and then traceparent passes through untouched.
-//
-// The OpenTelemetry SDK (otlp-call-tracing.ts) is loaded only when tracing is
-// on: a sidecar without it never holds the SDK in memory.
+// tracing-from-env.ts picks one at start.
 import type { SpanContext } from '@opentelemetry/api';
 import type { CallRecord } from './call-record.ts';
 
@@ -25,15 +23,3 @@ export const noopTracing: CallTracing = {
   spanOf: () => undefined,
   shutdown: async () => {},
 };
-
-export function tracingEnabled(env: Readonly<Record<string, string | undefined>>): boolean {
-  if (env.OTEL_TRACES_EXPORTER === 'none' || env.OTEL_SDK_DISABLED === 'true') return false;
-  return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
-}
-
-/** The call tracing the environment asks for: the no-op one, or spans over OTLP/HTTP. */
-export async function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): Promise<CallTracing> {
-  if (!tracingEnabled(env)) return noopTracing;
-  const { createOtlpCallTracing } = await import('./otlp-call-tracing.ts');
-  return createOtlpCallTracing(serviceName, env);
-}

@@ -18,7 +18,7 @@ export type FaultSite = (typeof FAULT_SITES)[number];
  * - `reset_flood`: the client reset streams before the proxy could read them,
  *   faster than its budget (the CVE-2023-44487 rapid-reset shape); GOAWAY ENHANCE_YOUR_CALM.
  * - `ping_flood`, `settings_flood`: the client sent PING or SETTINGS frames, each
- *   owed an ACK, faster than its budget (listen/control-frame-budget.ts); GOAWAY ENHANCE_YOUR_CALM.
+ *   owed an ACK, faster than its budget (h2/control-frame-budget.ts); GOAWAY ENHANCE_YOUR_CALM.
  * - `control_frame_flood`: nghttp2 found 1000 ACKs queued that the client did not
  *   read (a flood past the budgets, or a client that never reads); GOAWAY ENHANCE_YOUR_CALM.
  * - `continuation_flood`: a header block went on in more CONTINUATION frames than

@@ -5,14 +5,28 @@ import type http from 'node:http';
 import type { Config } from '../config/load.ts';
 import type { StartFiles } from '../config/start-files.ts';
 import type { Logger } from '../log.ts';
-import type { Observation } from '../pipeline.ts';
+import type { Observer } from './observer.ts';
 import { createAccessLog } from './access-log.ts';
 import { noopTracing, type CallTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 import { Router } from '../route/router.ts';
 
-/** `tracing` comes from createCallTracing (call-tracing.ts), awaited beforehand: off unless given. */
+/** What the pipeline is given to observe calls with: the data planes report to `observers`. */
+export interface Observation {
+  /** The router of the routes files; without one, calls are routed by --max-methods alone. */
+  router?: Router;
+  observers: Observer[];
+  tracing: CallTracing;
+  adminHandlers: Map<string, http.RequestListener>;
+  /** Families served on /metrics after the call metrics (the translation metrics). */
+  addMetrics?(render: (openMetrics: boolean) => string): void;
+  shutdown(): Promise<void>;
+}
+
+export type ObservationFactory = (knownEndpoints: () => readonly string[], faults: Faults) => Observation;
+
+/** `tracing` comes from createCallTracing (tracing-from-env.ts), awaited beforehand: off unless given. */
 export function createObservation(
   config: Config,
   files: StartFiles,

@@ -1,4 +1,4 @@
-// Spans over OTLP/HTTP with the OpenTelemetry SDK: what call-tracing.ts loads
+// Spans over OTLP/HTTP with the OpenTelemetry SDK: what tracing-from-env.ts loads
 // when tracing is on.
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';

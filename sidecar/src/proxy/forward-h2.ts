@@ -10,7 +10,7 @@ import type http2 from 'node:http2';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { Flag } from '../relay/frame-types.ts';
+import { Flag } from '../h2/frame-types.ts';
 import { now } from '../clock.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ProxyContext } from './context.ts';

@@ -2,7 +2,7 @@
 // replaced as soon as it is going away, so that new calls never land on a
 // session the upstream has told to stop. A session whose upstream vanished
 // without FIN or RST (its node died, the network partitioned) is found by its
-// PING keepalive (listen/h2-keepalive.ts) and destroyed: its calls end
+// PING keepalive (h2/h2-keepalive.ts) and destroyed: its calls end
 // UNAVAILABLE at once instead of hanging, and the next call opens a new one.
 import type http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttp2 } from '../builtins.ts';
 import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
-import { keepNodeSessionAlive, type KeepaliveSettings } from '../listen/h2-keepalive.ts';
+import { keepNodeSessionAlive, type KeepaliveSettings } from '../h2/h2-keepalive.ts';
 
 // Larger windows than HTTP/2's 64 KiB default keep big bodies moving on one
 // round trip; nghttp2 still applies backpressure stream by stream.

@@ -10,7 +10,7 @@
 import type net from 'node:net';
 import type { FrameParser } from './frame-parser.ts';
 import { inPiece, voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW } from './frame-types.ts';
+import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW } from '../h2/frame-types.ts';
 import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';

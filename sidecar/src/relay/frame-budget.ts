@@ -1,7 +1,7 @@
 // What a relayed client connection may send before the relay cuts it. The
 // relay passes every frame through, so a flood would reach the app and cost it
 // (and the relay) work for nothing; the terminating path has nghttp2's limits
-// and the listener's budgets (listen/control-frame-budget.ts), and the relay
+// and the listener's budgets (h2/control-frame-budget.ts), and the relay
 // holds a client to the same, plus Envoy's inbound frame limits
 // (config.core.v3.Http2ProtocolOptions, defaults below), answered with GOAWAY
 // ENHANCE_YOUR_CALM, the code RFC 9113 §5.4.1 gives for a peer generating
@@ -34,10 +34,10 @@
 // Streams opened past the SETTINGS_MAX_CONCURRENT_STREAMS the client
 // acknowledged (the app's, relayed to it) are counted here too (`stream_limit`).
 import type { TerminationReason } from '../observe/faults.ts';
-import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../listen/control-frame-budget.ts';
-import { MAX_HEADER_LIST_SIZE } from '../listen/header-list-size.ts';
+import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
+import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { DEFAULT_MAX_HEADER_BLOCK, settingValue } from './frame-parser.ts';
-import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from './frame-types.ts';
+import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from '../h2/frame-types.ts';
 import { dataFrame, headersFrame } from './frame-writer.ts';
 
 export const INBOUND_FRAME_LIMITS = {

@@ -8,7 +8,7 @@
 // preface and of every frame but a header block's goes to `pass`, in order and
 // unchanged; a header block's frames go nowhere, and the sink, which hears of
 // the block once whole, writes it anew at that point of the stream.
-import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from './frame-types.ts';
+import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from '../h2/frame-types.ts';
 
 export interface FrameSink {
   /** A complete header block: HEADERS (or PUSH_PROMISE) and its CONTINUATIONs. `flags` are the first frame's. */

@@ -5,7 +5,7 @@
 // relay's own DATA (client-writer.ts) — it is rewritten where it lies, every
 // byte in place. A frame only partly in the piece has partly gone on already,
 // and is left as it is.
-import { FRAME_HEADER_LENGTH } from './frame-types.ts';
+import { FRAME_HEADER_LENGTH } from '../h2/frame-types.ts';
 
 /**
  * A frame type no one has registered, in the experimental range (RFC 9113 §11.2,

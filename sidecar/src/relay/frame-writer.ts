@@ -2,7 +2,7 @@
 // that they leave both HPACK tables as they were (RFC 7541 §6.2.2, literals
 // without indexing; names from the static table): the block passes through no
 // table, so the relayed blocks around it still decode the same.
-import { FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
+import { FRAME_HEADER_LENGTH, Flag, FrameType } from '../h2/frame-types.ts';
 import { STATIC_NAME_INDEX } from './hpack-static-table.ts';
 
 export function frame(type: number, flags: number, streamId: number, payload: Buffer = EMPTY): Buffer {

@@ -64,7 +64,7 @@ export class LocalEndings {
   }
 
   /**
-   * Request trailers over the header list size (listen/header-list-size.ts): too
+   * Request trailers over the header list size (h2/header-list-size.ts): too
    * late for a 431, so the stream is reset as nghttp2 resets one whose header list
    * it will not take (ENHANCE_YOUR_CALM), and the upstream is told to drop it:
    * after the block where it has it, in its place in translate mode.

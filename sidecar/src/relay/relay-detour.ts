@@ -18,7 +18,7 @@ import type { PooledSession } from '../proxy/h2-session-pool.ts';
 import { fieldsFromRaw } from '../proxy/hop-by-hop.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 import type { ClientWriter } from './client-writer.ts';
-import { DEFAULT_MAX_FRAME_SIZE, Flag } from './frame-types.ts';
+import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
 import { dataFrame, headerBlockFrames, rstStreamFrame, windowUpdateFrame } from './frame-writer.ts';
 import { replyFrames } from './local-endings.ts';
 import { refusal, type RetryReason } from '../proxy/upstream-retries.ts';

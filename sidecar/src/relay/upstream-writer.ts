@@ -5,7 +5,7 @@
 // anew. Once the upstream's connection is gone, or never came, nothing more goes.
 import type net from 'node:net';
 import type { FrameParser } from './frame-parser.ts';
-import { DEFAULT_MAX_FRAME_SIZE, Flag } from './frame-types.ts';
+import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
 import { headerBlockFrames } from './frame-writer.ts';
 import type { HeaderList, HpackDecoder } from './hpack-decoder.ts';
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';

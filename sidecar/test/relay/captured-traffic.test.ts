@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startGrpcJsEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { FrameParser } from '../../src/relay/frame-parser.ts';
-import { Flag } from '../../src/relay/frame-types.ts';
+import { Flag } from '../../src/h2/frame-types.ts';
 import { HpackDecoder } from '../../src/relay/hpack-decoder.ts';
 
 interface Client extends grpc.Client {

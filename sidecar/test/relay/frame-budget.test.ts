@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ClientFrameBudget, INBOUND_FRAME_LIMITS, headerListRefusal } from '../../src/relay/frame-budget.ts';
 import { DEFAULT_MAX_HEADER_BLOCK } from '../../src/relay/frame-parser.ts';
-import { CLIENT_PREFACE, Flag, FrameType } from '../../src/relay/frame-types.ts';
+import { CLIENT_PREFACE, Flag, FrameType } from '../../src/h2/frame-types.ts';
 import { frame } from '../../src/relay/frame-writer.ts';
 
 const windowUpdate = (): Buffer => frame(FrameType.WINDOW_UPDATE, 0, 0, Buffer.from([0, 0, 0, 1]));

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FrameError, FrameParser, type FrameSink } from '../../src/relay/frame-parser.ts';
-import { CLIENT_PREFACE } from '../../src/relay/frame-types.ts';
+import { CLIENT_PREFACE } from '../../src/h2/frame-types.ts';
 import { readCorpus, splitAt } from '../support/corpus.ts';
 
 /** What the sink was told, with each DATA frame's parts joined: cuts may split a frame's data anywhere. */

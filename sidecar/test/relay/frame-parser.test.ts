@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FrameError, FrameParser, type FrameSink } from '../../src/relay/frame-parser.ts';
-import { CLIENT_PREFACE, Flag, FrameType } from '../../src/relay/frame-types.ts';
+import { CLIENT_PREFACE, Flag, FrameType } from '../../src/h2/frame-types.ts';
 import { encodeLiteralBlock, frame, goawayFrame, rstStreamFrame } from '../../src/relay/frame-writer.ts';
 
 type Event = (string | number)[];

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { startCountingHop, type CountingHop } from '../../../test/support/counting-hop.ts';
 import { eventually, settled } from '../../../test/support/eventually.ts';
 import { SETTINGS_ACK, encodeLiteralBlock, frame, headersFrame } from '../../src/relay/frame-writer.ts';
-import { CLIENT_PREFACE, FrameType } from '../../src/relay/frame-types.ts';
+import { CLIENT_PREFACE, FrameType } from '../../src/h2/frame-types.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
 const MiB = 1024 * 1024;

@@ -13,7 +13,7 @@ import { FLAG, FRAME, PREFACE, readFrames, settings } from '../../../test/suppor
 import { startSidecarProcess, type SidecarProcess } from '../../../test/support/sidecar-process.ts';
 
 const KEEPALIVE = ['--data-plane', 'relay', '--keepalive-interval', '300ms', '--keepalive-timeout', '300ms'];
-/** The relay's keepalive PINGs carry 'rska' in their first four octets (listen/h2-keepalive.ts). */
+/** The relay's keepalive PINGs carry 'rska' in their first four octets (h2/h2-keepalive.ts). */
 const OWN = Buffer.from('rska');
 
 describe('relay: client keepalive', () => {

@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { piecesOf, type FuzzTarget } from '../engine.ts';
 import { DEFAULT_MAX_HEADER_BLOCK, FrameError, FrameParser, type FrameSink } from '../../../src/relay/frame-parser.ts';
-import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from '../../../src/relay/frame-types.ts';
+import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from '../../../src/h2/frame-types.ts';
 
 const HEADER_BLOCK_CAPS = [DEFAULT_MAX_HEADER_BLOCK, 0, 16, 300];
 const FRAME_SIZES = [LARGEST_FRAME_SIZE, DEFAULT_MAX_FRAME_SIZE, 64, 0];

@@ -3,7 +3,7 @@
 // no more leniently than llhttp does and hands the pieces on as Node would:
 // the first-bytes sniff (src/listen/sniff.ts), the hop-by-hop filter and header
 // object building (src/proxy/hop-by-hop.ts), the header list size
-// (src/listen/header-list-size.ts), protocol detection (src/protocol/detect.ts),
+// (src/h2/header-list-size.ts), protocol detection (src/protocol/detect.ts),
 // the deadline header (src/protocol/deadline-header.ts) and the path labels
 // (src/route/rpc-method.ts, src/route/learned-template.ts).
 //
@@ -21,7 +21,7 @@ import type { Socket } from 'node:net';
 import { piecesOf, type FuzzTarget } from '../engine.ts';
 import { H2_PREFACE, sniffHttpVersion } from '../../../src/listen/sniff.ts';
 import { fieldsFromRaw, filterRawHeaders } from '../../../src/proxy/hop-by-hop.ts';
-import { headerListSize } from '../../../src/listen/header-list-size.ts';
+import { headerListSize } from '../../../src/h2/header-list-size.ts';
 import { detect, isGrpcFamily } from '../../../src/protocol/detect.ts';
 import { readDeadline } from '../../../src/protocol/deadline-header.ts';
 import { rpcMethodFromPath } from '../../../src/route/rpc-method.ts';

@@ -1,7 +1,7 @@
 // The per-connection budgets of PING and SETTINGS frames: a burst, then a steady rate.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../../src/listen/control-frame-budget.ts';
+import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../../src/h2/control-frame-budget.ts';
 
 function spendUntilRefused(budget: ControlFrameBudget, max: number): number {
   for (let i = 0; i < max; i++) if (!budget.spend()) return i;

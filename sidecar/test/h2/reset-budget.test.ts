@@ -2,7 +2,7 @@
 // then 33 a second.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ResetBudget } from '../../src/listen/reset-budget.ts';
+import { ResetBudget } from '../../src/h2/reset-budget.ts';
 
 function spendUntilRefused(budget: ResetBudget, max: number): number {
   for (let i = 0; i < max; i++) if (!budget.spend()) return i;

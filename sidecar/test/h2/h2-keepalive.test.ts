@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { describe, it } from 'node:test';
-import { H2Keepalive, keepNodeSessionAlive, type KeepaliveTimers, type PingPort } from '../../src/listen/h2-keepalive.ts';
+import { H2Keepalive, keepNodeSessionAlive, type KeepaliveTimers, type PingPort } from '../../src/h2/h2-keepalive.ts';
 
 class FakeClock implements KeepaliveTimers {
   t = 0;

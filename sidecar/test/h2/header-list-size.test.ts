@@ -1,7 +1,7 @@
 // RFC 9113 §6.5.2: a header list's size is the sum of its fields' name and value lengths plus 32 each.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from '../../src/listen/header-list-size.ts';
+import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from '../../src/h2/header-list-size.ts';
 
 describe('headerListSize', () => {
   it('counts name, value and 32 per field, repeated fields each', () => {
