@@ -3,7 +3,7 @@
 # installed unsigned (allowed by name in docker-compose.yml). Build context:
 # the repository root.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
-ARG GRAFANA_IMAGE=grafana/grafana:12.4.10
+ARG GRAFANA_IMAGE=grafana/grafana:13.2.3
 
 FROM ${NODE_IMAGE} AS plugin
 WORKDIR /src

@@ -35,7 +35,7 @@ const options = {
   bundle: true,
   format: 'cjs',
   platform: 'browser',
-  // Grafana 11.6 supports the last two versions of the evergreen browsers.
+  // Grafana 13 supports the last two versions of the evergreen browsers.
   target: ['es2020'],
   jsx: 'transform',
   external: SHARED,
