@@ -14,6 +14,7 @@ COPY demo/package.json demo/
 COPY grafana-plugin/package.json grafana-plugin/
 COPY test/package.json test/
 RUN pnpm install --frozen-lockfile --filter rpcscope-protocolcompare-panel...
+COPY LICENSE ./
 COPY grafana-plugin grafana-plugin
 RUN pnpm --filter rpcscope-protocolcompare-panel run build
 
