@@ -1,5 +1,5 @@
 // The small part of Grafana's dashboard JSON model (schemaVersion 42, as
-// @grafana/schema 12.4 defines it) that rpcscope's dashboards use, with
+// @grafana/schema 13.2 defines it) that rpcscope's dashboards use, with
 // builders that fill in what Grafana would save itself, so the committed JSON
 // matches what an export from Grafana looks like. test/deploy checks the
 // output against @grafana/schema's published types.

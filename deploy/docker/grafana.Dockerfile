@@ -3,7 +3,7 @@
 # installed unsigned (allowed by name in docker-compose.yml). Build context:
 # the repository root.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
-ARG GRAFANA_IMAGE=grafana/grafana:12.4.10
+ARG GRAFANA_IMAGE=grafana/grafana:13.2.3
 
 FROM ${NODE_IMAGE} AS plugin
 WORKDIR /src
@@ -14,6 +14,7 @@ COPY demo/package.json demo/
 COPY grafana-plugin/package.json grafana-plugin/
 COPY test/package.json test/
 RUN pnpm install --frozen-lockfile --filter rpcscope-protocolcompare-panel...
+COPY LICENSE ./
 COPY grafana-plugin grafana-plugin
 RUN pnpm --filter rpcscope-protocolcompare-panel run build
 

@@ -1,12 +1,14 @@
 // Builds dist/ as Grafana loads a plugin: module.js as an anonymous AMD module whose
 // dependencies are the packages Grafana shares with plugins (React, @grafana/*, …), plus
-// plugin.json, the logo, the README and the CHANGELOG. esbuild stands in for create-plugin's
-// webpack: one entry and no lazy chunks need nothing more, and a build takes a second on a
-// shared machine.
+// plugin.json, the logo, the README, the CHANGELOG and the LICENSE; then packs dist/ as
+// artifacts/<id>-<version>.zip (zip.mjs), the archive Grafana installs. esbuild stands in for
+// create-plugin's webpack: one entry and no lazy chunks need nothing more, and a build takes a
+// second on a shared machine.
 import { build } from 'esbuild';
 import { copyFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packDist } from './zip.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -35,7 +37,7 @@ const options = {
   bundle: true,
   format: 'cjs',
   platform: 'browser',
-  // Grafana 11.6 supports the last two versions of the evergreen browsers.
+  // Grafana 13 supports the last two versions of the evergreen browsers.
   target: ['es2020'],
   jsx: 'transform',
   external: SHARED,
@@ -87,4 +89,7 @@ writeFileSync(join(dist, 'plugin.json'), pluginJson);
 cpSync(join(root, 'src', 'img'), join(dist, 'img'), { recursive: true });
 // Grafana's plugin catalogue shows both from the archive.
 for (const doc of ['README.md', 'CHANGELOG.md']) copyFileSync(join(root, doc), join(dist, doc));
+// The licence the catalogue links to, inside the archive as the plugin validator asks.
+copyFileSync(join(root, '..', 'LICENSE'), join(dist, 'LICENSE'));
 console.log(`dist/module.js: AMD module importing ${deps.join(', ')}`);
+console.log(`${packDist()}: dist/ under a folder named by the plugin id, unsigned`);

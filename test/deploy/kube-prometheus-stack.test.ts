@@ -25,12 +25,6 @@ const LAST_APPLIED_LIMIT = 262_144;
 type ConfigMapJson = Resource & { data: Record<string, string>; metadata: Resource['metadata'] & { annotations?: Record<string, string> } };
 type RuleGroups = { groups: { name: string; rules: Record<string, unknown>[] }[] };
 
-/** `kubectl kustomize`, which these tests require (Debian's kubectl). */
-function kubectl(dir: string): Resource[] {
-  const built = kubectlKustomize(dir);
-  assert.ok(built, 'kubectl is not installed');
-  return built;
-}
 
 function theOnly<T extends Resource>(resources: Resource[], kind: string): T {
   const found = resources.filter((r) => r.kind === kind);
@@ -39,7 +33,7 @@ function theOnly<T extends Resource>(resources: Resource[], kind: string): T {
 }
 
 describe('kube-prometheus-stack install', () => {
-  const stack = kubectl(join(K8S, 'kube-prometheus-stack'));
+  const stack = kubectlKustomize(join(K8S, 'kube-prometheus-stack'));
 
   it('its manifests are the generator\'s output (run `node --import tsx deploy/kubernetes/kube-prometheus-stack/generate.ts`)', () => {
     for (const [file, text] of Object.entries(buildStackManifests())) {
@@ -50,7 +44,7 @@ describe('kube-prometheus-stack install', () => {
   it('kubectl kustomize and the test\'s builder agree on the stack pieces and the example overlay', () => {
     assert.equal(canonical(kustomize(join(K8S, 'kube-prometheus-stack'))), canonical(stack));
     const example = join(K8S, 'examples', 'orders-kube-prometheus-stack');
-    assert.equal(canonical(kustomize(example)), canonical(kubectl(example)));
+    assert.equal(canonical(kustomize(example)), canonical(kubectlKustomize(example)));
   });
 
   it('the PrometheusRule holds every group of deploy/prometheus/rules, valid for the operator\'s schema and for promtool, selected by the release label', () => {
@@ -90,12 +84,12 @@ describe('kube-prometheus-stack install', () => {
   });
 
   it('the component gives the PodMonitor the release label, and an overlay patch can change it', () => {
-    const example = kubectl(join(K8S, 'examples', 'orders-kube-prometheus-stack'));
+    const example = kubectlKustomize(join(K8S, 'examples', 'orders-kube-prometheus-stack'));
     const pm = theOnly<Resource>(example, 'PodMonitor');
     assert.doesNotThrow(() => new PodMonitor(pm as never).validate());
     assert.equal(pm.metadata.labels?.release, RELEASE);
     // The selector itself is untouched: the component only labels the PodMonitor.
-    const plain = theOnly<Resource>(kubectl(join(K8S, 'examples', 'orders')), 'PodMonitor');
+    const plain = theOnly<Resource>(kubectlKustomize(join(K8S, 'examples', 'orders')), 'PodMonitor');
     assert.deepEqual({ ...pm, metadata: { ...pm.metadata, labels: plain.metadata.labels } }, plain);
 
     // The override deploy/README.md shows, for a release named "prometheus".
@@ -111,7 +105,7 @@ describe('kube-prometheus-stack install', () => {
           patches: [{ target: { kind: 'PodMonitor', name: 'rpcscope' }, patch: 'apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata:\n  name: rpcscope\n  labels:\n    release: prometheus\n' }],
         }),
       );
-      const overridden = kubectl(dir);
+      const overridden = kubectlKustomize(dir);
       assert.equal(theOnly<Resource>(overridden, 'PodMonitor').metadata.labels?.release, 'prometheus');
       assert.equal(canonical(kustomize(dir)), canonical(overridden));
     } finally {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigMap, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { parse, stringify } from 'yaml';
 import { typeErrors, type TypedValue } from './json-types.ts';
@@ -47,6 +48,10 @@ type PodMonitorJson = Resource & {
     podMetricsEndpoints: { port: string; path: string; relabelings: { sourceLabels?: string[]; targetLabel: string; regex?: string; replacement?: string }[] }[];
   };
 };
+type Selector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+type PolicyPort = { port?: number | string; endPort?: number; protocol?: string };
+type IngressRule = { from?: { namespaceSelector?: Selector; podSelector?: Selector }[]; ports?: PolicyPort[] };
+type NetworkPolicyJson = Resource & { spec: { podSelector: Selector; policyTypes: string[]; ingress: IngressRule[] } };
 type ServiceJson = Resource & { spec: { clusterIP?: string; selector: Record<string, string>; ports: { port: number; targetPort: number | string }[] } };
 
 function byKind<T extends Resource>(resources: Resource[], kind: string): T[] {
@@ -73,6 +78,28 @@ function sidecarConfig(resources: Resource[]): Record<string, string> {
   return parse(cm.data['rpcscope.yaml'] ?? '') as Record<string, string>;
 }
 
+/** Whether a label selector (matchLabels, and In / Exists expressions) picks these labels. */
+function selects(selector: Selector, labels: Record<string, string>): boolean {
+  const byLabel = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const byExpression = (selector.matchExpressions ?? []).every((e) => {
+    if (e.operator === 'In') return e.values?.includes(labels[e.key] ?? '') ?? false;
+    if (e.operator === 'Exists') return e.key in labels;
+    throw new Error(`selector operator ${e.operator} is not read here`);
+  });
+  return byLabel && byExpression;
+}
+
+/** Whether an ingress rule's ports admit this port (a rule without ports admits all of them). */
+function admits(rule: IngressRule, port: number, protocol = 'TCP'): boolean {
+  if (!rule.ports || rule.ports.length === 0) return true;
+  return rule.ports.some((p) => {
+    if ((p.protocol ?? 'TCP') !== protocol) return false;
+    if (p.port === undefined) return true;
+    assert.equal(typeof p.port, 'number', `port ${String(p.port)}: a named port is not read here`);
+    return port >= Number(p.port) && port <= (p.endPort ?? Number(p.port));
+  });
+}
+
 function envValue(c: Container, name: string): string | undefined {
   return c.env?.find((e) => e.name === name)?.value;
 }
@@ -86,12 +113,14 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Service': Service as never,
   'apps/v1/Deployment': Deployment as never,
   'monitoring.coreos.com/v1/PodMonitor': PodMonitor as never,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy as never,
 };
 const TYPES: Record<string, string> = {
   'v1/ConfigMap': 'IConfigMap',
   'v1/Service': 'IService',
   'apps/v1/Deployment': 'IDeployment',
   'monitoring.coreos.com/v1/PodMonitor': 'IPodMonitor',
+  'networking.k8s.io/v1/NetworkPolicy': 'INetworkPolicy',
 };
 
 describe('kubernetes manifests', () => {
@@ -125,6 +154,7 @@ describe('kubernetes manifests', () => {
         "import type { IConfigMap, IService } from 'kubernetes-models/v1';",
         "import type { IDeployment } from 'kubernetes-models/apps/v1';",
         "import type { IPodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';",
+        "import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';",
       ].join('\n'),
       typed,
     );
@@ -261,6 +291,34 @@ describe('kubernetes manifests', () => {
         }
       }
     }
+  });
+
+  it('a NetworkPolicy admits the admin port from Prometheus only, and every other port from anywhere as before', () => {
+    const resources = built.get('examples/orders') ?? [];
+    const [policy] = byKind<NetworkPolicyJson>(resources, 'NetworkPolicy');
+    assert.ok(policy, 'examples/orders carries the admin-network-policy component');
+    const [d] = byKind<DeploymentJson>(resources, 'Deployment');
+    assert.ok(d);
+    const { container } = sidecarOf(d);
+    const admin = port(container, 'rpcscope-admin');
+    assert.equal(hostPortOf(sidecarConfig(resources).admin ?? ''), admin, "the config's admin port is the container's");
+    assert.ok(selects(policy.spec.podSelector, d.spec.template.metadata.labels), 'the policy selects the pods the sidecar runs in');
+    for (const kind of ['inbound', 'outbound']) assert.ok(selects(policy.spec.podSelector, { 'rpcscope.dev/sidecar': kind }), `and every ${kind} sidecar's pod`);
+    assert.deepEqual(policy.spec.policyTypes, ['Ingress']);
+
+    const toAdmin = policy.spec.ingress.filter((r) => admits(r, admin));
+    assert.equal(toAdmin.length, 1, 'one rule admits the admin port');
+    assert.deepEqual(toAdmin[0]?.from, [
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } },
+    ]);
+
+    const app = d.spec.template.spec.containers.find((c) => c.name !== 'rpcscope');
+    const appPorts = (app?.ports ?? []).map((p) => p.containerPort);
+    assert.ok(appPorts.length > 0, 'the app declares its port');
+    for (const p of [port(container, 'rpcscope-proxy'), ...appPorts, admin - 1, admin + 1, 1, 65535]) {
+      assert.ok(policy.spec.ingress.some((r) => !r.from && admits(r, p)), `TCP ${p} stays open to all`);
+    }
+    assert.ok(policy.spec.ingress.some((r) => !r.from && admits(r, 53, 'UDP')), 'UDP stays open to all');
   });
 
   it('inbound: the Service sends calls to the sidecar, and the sidecar to the app', () => {

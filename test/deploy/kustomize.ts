@@ -158,10 +158,10 @@ export function kustomize(dir: string): Resource[] {
   return build(resolve(dir), 'Kustomization');
 }
 
-/** `kubectl kustomize dir` itself, or undefined where kubectl is not installed (a test that needs it asserts it is). */
-export function kubectlKustomize(dir: string): Resource[] | undefined {
+/** `kubectl kustomize dir` itself: Debian's `kubectl`, which `npm test` installs with the other programs it drives. */
+export function kubectlKustomize(dir: string): Resource[] {
   const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
-  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('kubectl is not on PATH: apt-get install kubectl (scripts/preflight.mjs names it)');
   if (r.status !== 0) throw new Error(`kubectl kustomize ${dir}: ${r.stderr}`);
   return parseAllDocuments(r.stdout).map((d) => d.toJS() as Resource);
 }

@@ -1,6 +1,6 @@
 // Serves the panel harness to the browser: the page, the harness bundle (React, @grafana/data,
-// @grafana/ui and the loader, from grafana-plugin/harness), and the plugin's built dist/ under
-// /plugin/ as Grafana serves public/plugins/<id>/.
+// @grafana/ui and the loader, from grafana-plugin/harness), and a plugins directory under
+// /public/plugins/, as Grafana serves each plugin's folder at public/plugins/<folder>/.
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
@@ -77,12 +77,16 @@ const TYPES: Record<string, string> = {
   '.md': 'text/markdown',
 };
 
+/** Where Grafana serves its plugins directory. */
+export const PLUGINS_PATH = '/public/plugins/';
+
 export interface HarnessServer {
   url: string;
   close(): Promise<void>;
 }
 
-export function serveHarness(bundle: string): Promise<HarnessServer> {
+/** `pluginsDir`: a directory of plugin folders, as Grafana's plugins directory holds them. */
+export function serveHarness(bundle: string, pluginsDir: string): Promise<HarnessServer> {
   const css = uplotCss();
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -101,9 +105,9 @@ export function serveHarness(bundle: string): Promise<HarnessServer> {
       res.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle);
       return;
     }
-    if (path.startsWith('/plugin/')) {
-      const file = normalize(join(DIST_DIR, path.slice('/plugin/'.length)));
-      if (!file.startsWith(DIST_DIR)) {
+    if (path.startsWith(PLUGINS_PATH)) {
+      const file = normalize(join(pluginsDir, path.slice(PLUGINS_PATH.length)));
+      if (!file.startsWith(`${pluginsDir}/`)) {
         res.writeHead(403).end();
         return;
       }

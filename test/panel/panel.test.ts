@@ -1,4 +1,5 @@
-// The built panel (grafana-plugin/dist) in headless Chromium with real @grafana/ui, fed with
+// The built panel in headless Chromium with real @grafana/ui, loaded from its archive unpacked
+// into a plugins directory as Grafana installs it (test/panel/plugin-zip.ts), fed with
 // what a real Prometheus answers about real traffic through real sidecars
 // (test/support/recorded-stack.ts), in each mode and both themes. It checks what a user reads
 // against figures worked out here from the same Prometheus answers, and keeps a screenshot of
@@ -11,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startPrometheus, type RunningPrometheus } from '../support/prometheus.ts';
 import { startRecordedStack, type RecordedStack } from '../support/recorded-stack.ts';
-import { buildPlugin, bundleHarness, serveHarness, type HarnessServer } from './harness-server.ts';
+import { buildPlugin, bundleHarness, PLUGINS_PATH, serveHarness, type HarnessServer } from './harness-server.ts';
 import { startMigrationPods, type MigrationPods } from './migration-pods.ts';
+import { pluginZip, unpackIntoPluginsDir } from './plugin-zip.ts';
 import { beforeAfterQueries, podQueries, protocolQueries, transcodedQueries, type PanelQuery } from './panel-queries.ts';
 import { queryRange, type PromApiResponse } from './prometheus.ts';
 
@@ -177,6 +179,8 @@ let stack: RecordedStack;
 let migration: MigrationPods;
 let prometheus: RunningPrometheus;
 let server: HarnessServer;
+/** The plugin's id, the folder its archive unpacks to. */
+let pluginId: string;
 let browser: Browser;
 let page: Page;
 const pageErrors: string[] = [];
@@ -238,8 +242,13 @@ before(async () => {
   // Build, bundle and start the browser while the fleet records.
   // The migration pods start once the fleet is ready, so as not to slow its first rounds on a
   // busy machine; the fleet gets longer than its default to be ready for the same reason.
-  const ready = Promise.all([buildPlugin().then(bundleHarness), startRecordedStack({ readyTimeoutMs: 120_000 })]);
-  const [bundle, recorded] = await ready;
+  const built = buildPlugin().then(async () => {
+    const zip = await pluginZip();
+    pluginId = zip.id;
+    return Promise.all([bundleHarness(), unpackIntoPluginsDir(zip.path)]);
+  });
+  const ready = Promise.all([built, startRecordedStack({ readyTimeoutMs: 120_000 })]);
+  const [[bundle, pluginsDir], recorded] = await ready;
   stack = recorded;
   migration = await startMigrationPods({ namespace: 'demo', service: 'orders' });
   // The protocols and before/after views read every pod; the pods view reads the stack's own
@@ -250,7 +259,7 @@ before(async () => {
   start = Math.ceil(Date.now() / 1000);
   middle = start + HALF;
   end = middle + HALF;
-  server = await serveHarness(bundle);
+  server = await serveHarness(bundle, pluginsDir);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
@@ -284,8 +293,9 @@ after(async () => {
 });
 
 describe('the built panel in Chromium, over real sidecars carrying traffic', () => {
-  it('loads dist/module.js through SystemJS over the modules Grafana shares', async () => {
-    const options = await page.evaluate(() => (globalThis as unknown as Harness).rpcscopeHarness.load('/plugin/module.js'));
+  it("loads module.js from the unpacked archive's plugin folder through SystemJS over the modules Grafana shares", async () => {
+    const url = `${PLUGINS_PATH}${pluginId}/module.js`;
+    const options = await page.evaluate((u) => (globalThis as unknown as Harness).rpcscopeHarness.load(u), url);
     assert.deepEqual(options.sort(), [
       'baseline',
       'bytesUnit',

@@ -5,6 +5,8 @@ const nodeModulesToTransform = (moduleNames) => `node_modules/(?!.*(${moduleName
 const grafanaESModules = [
   '.pnpm',
   '@grafana/schema',
+  '@react-hookz/web',
+  '@ver0/deep-equal',
   '@wojtekmaj/date-utils',
   'd3',
   'd3-color',
