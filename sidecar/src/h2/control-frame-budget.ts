@@ -9,28 +9,13 @@
 // estimator keeps one PING outstanding at a time, and a client sends SETTINGS
 // a handful of times per connection.
 
+import { TokenBucket } from './token-bucket.ts';
+
 /** Frame type → burst allowed at once, then per second (a token bucket). */
 export const CONTROL_FRAME_BUDGETS = {
   ping: { burst: 200, perSecond: 50 },
   settings: { burst: 50, perSecond: 5 },
 } as const;
 
-export class ControlFrameBudget {
-  private tokens: number;
-  private last: number;
-
-  constructor(private readonly limit: { burst: number; perSecond: number }, private readonly clock: () => number, now = clock()) {
-    this.tokens = limit.burst;
-    this.last = now;
-  }
-
-  /** Takes one token; false once the connection has sent more than its budget. */
-  spend(): boolean {
-    const t = this.clock();
-    this.tokens = Math.min(this.limit.burst, this.tokens + ((t - this.last) / 1000) * this.limit.perSecond);
-    this.last = t;
-    if (this.tokens < 1) return false;
-    this.tokens--;
-    return true;
-  }
-}
+/** One frame type's budget on one connection. */
+export class ControlFrameBudget extends TokenBucket {}

@@ -8,24 +8,12 @@
 // counts only the streams reset before they were handled, trips first (a smaller
 // burst), and answers ENHANCE_YOUR_CALM, the code RFC 9113 §5.4.1 gives for a
 // peer generating excessive load.
-const BURST = 200;
-const PER_SECOND = 33;
+import { TokenBucket, type BucketLimit } from './token-bucket.ts';
 
-export class ResetBudget {
-  private tokens = BURST;
-  private last: number;
+const RESET_LIMIT: BucketLimit = { burst: 200, perSecond: 33 };
 
-  constructor(private readonly clock: () => number, now = clock()) {
-    this.last = now;
-  }
-
-  /** Takes one token; false once the connection has spent more than its budget. */
-  spend(): boolean {
-    const t = this.clock();
-    this.tokens = Math.min(BURST, this.tokens + ((t - this.last) / 1000) * PER_SECOND);
-    this.last = t;
-    if (this.tokens < 1) return false;
-    this.tokens--;
-    return true;
+export class ResetBudget extends TokenBucket {
+  constructor(clock: () => number, now = clock()) {
+    super(RESET_LIMIT, clock, now);
   }
 }
