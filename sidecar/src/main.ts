@@ -8,6 +8,7 @@ import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
 import { createCallTracing } from './observe/call-tracing.ts';
 import { createObservation } from './observe/observation.ts';
+import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-metrics-settings.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
@@ -26,6 +27,7 @@ async function main(): Promise<number> {
   if (command !== undefined) return command(process.argv.slice(3), { stdout: process.stdout, stderr: process.stderr, env: process.env });
   let config: Config;
   let files: StartFiles;
+  let otlpMetrics: OtlpMetricsSettings | undefined;
   try {
     const result = loadConfig(process.argv.slice(2), process.env);
     if (result.kind === 'help') {
@@ -39,6 +41,8 @@ async function main(): Promise<number> {
     config = result.config;
     // The routes, operations, .proto and TLS files are read before anything listens: their errors are settings errors.
     files = loadStartFiles(config);
+    // The OTEL_* variables are settings too: a bad one stops the start, named.
+    otlpMetrics = otlpMetricsSettings(process.env);
     if (result.kind === 'check') {
       process.stdout.write(checkReport(config, result.settings, files));
       return 0;
@@ -47,10 +51,11 @@ async function main(): Promise<number> {
     return configFailure(err);
   }
   const log = createLogger(config.logLevel);
+  for (const warning of otlpMetrics?.warnings ?? []) log.warn(warning);
   let sidecar: Sidecar;
   try {
     const tracing = await createCallTracing(config.serviceName, process.env);
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing));
+    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing, otlpMetrics));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

@@ -25,6 +25,7 @@ import type { MetricsDetail } from './metrics-detail.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
+import type { HistogramFamily, MetricFamily } from './metric-cells.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -86,6 +87,11 @@ export interface MetricsObserver extends Observer {
   render(openMetrics?: boolean): string;
   /** Families kept elsewhere (the translation metrics), served in the same exposition after the call metrics. */
   addFamilies(render: (openMetrics: boolean) => string): void;
+  /**
+   * Brings the values read only at scrape time up to date and hands over the
+   * families themselves, for an OTLP export (otlp-metrics-exporter.ts).
+   */
+  collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily };
   /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
   route(call: CallRecord): Route;
   shutdown(): Promise<void>;
@@ -240,6 +246,22 @@ class MetricsObserverImpl implements MetricsObserver {
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
   render(openMetrics = false): string {
+    this.refresh();
+    // The resource's attributes are fixed at start: target_info was rendered once.
+    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
+    for (const family of this.catalogue.families) out += family.render(openMetrics);
+    for (const extra of this.extraFamilies) out += extra(openMetrics);
+    out += this.processMetrics.render(openMetrics);
+    return openMetrics ? out + OPENMETRICS_EOF : out;
+  }
+
+  collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily } {
+    this.refresh();
+    return { families: this.catalogue.families, callDuration: this.catalogue.callDuration };
+  }
+
+  /** The values only read when someone reads them: messages of calls in flight, endpoints, faults. */
+  private refresh(): void {
     this.upstreams.clearInFlight();
     for (const call of this.inFlight) {
       const obs = call.observation;
@@ -248,12 +270,6 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     this.upstreams.beforeRender();
     this.faults.beforeRender();
-    // The resource's attributes are fixed at start: target_info was rendered once.
-    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
-    for (const family of this.catalogue.families) out += family.render(openMetrics);
-    for (const extra of this.extraFamilies) out += extra(openMetrics);
-    out += this.processMetrics.render(openMetrics);
-    return openMetrics ? out + OPENMETRICS_EOF : out;
   }
 }
 

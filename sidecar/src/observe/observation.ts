@@ -10,9 +10,15 @@ import { createAccessLog } from './access-log.ts';
 import { noopTracing, type CallTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
+import { resourceAttributes } from './otel-resource.ts';
+import { OtlpMetricsExporter } from './otlp-metrics-exporter.ts';
+import type { OtlpMetricsSettings } from './otlp-metrics-settings.ts';
 import { Router } from '../route/router.ts';
 
-/** `tracing` comes from createCallTracing (call-tracing.ts), awaited beforehand: off unless given. */
+/**
+ * `tracing` comes from createCallTracing (call-tracing.ts), awaited beforehand: off unless given;
+ * `otlpMetrics` from otlpMetricsSettings (otlp-metrics-settings.ts): no OTLP push unless given.
+ */
 export function createObservation(
   config: Config,
   files: StartFiles,
@@ -21,6 +27,7 @@ export function createObservation(
   knownEndpoints: () => readonly string[],
   faults?: Faults,
   tracing: CallTracing = noopTracing,
+  otlpMetrics?: OtlpMetricsSettings,
 ): Observation {
   // One router for the whole sidecar: the data plane resolves each call's route
   // with it as the call starts, and metrics, span names and the access log read
@@ -38,6 +45,12 @@ export function createObservation(
     // The calls' traces are the latency exemplars.
     spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),
   });
+  // The same cells /metrics renders, pushed on a timer: nothing on the call path.
+  const otlp = otlpMetrics === undefined ? undefined : new OtlpMetricsExporter(otlpMetrics, resourceAttributes(config.serviceName, env), metrics, log);
+  if (otlp !== undefined) {
+    metrics.addFamilies((openMetrics) => otlp.exports.render(openMetrics));
+    otlp.start();
+  }
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
   return {
     router,
@@ -46,7 +59,7 @@ export function createObservation(
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
     addMetrics: (render) => metrics.addFamilies(render),
     shutdown: async () => {
-      await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close()]);
+      await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close(), otlp?.shutdown()]);
     },
   };
 }
