@@ -7,8 +7,8 @@
 // queued: the next export reads the cells afresh, so with cumulative
 // temporality a dropped or failed export loses nothing but a point in time.
 import http from 'node:http';
-import https from 'node:https';
-import { gzipSync } from 'node:zlib';
+import type Zlib from 'node:zlib';
+import { nodeHttps } from '../builtins.ts';
 import type { Logger } from '../log.ts';
 import { VERSION } from '../version.ts';
 import { ValueFamily, type HistogramFamily, type MetricFamily, type ValueCell } from './metric-cells.ts';
@@ -24,6 +24,9 @@ const WARN_INTERVAL_MS = 60_000;
 /** The export at shutdown gets at most this long: a drain is not held up by a receiver that is down. */
 const FINAL_EXPORT_MS = 2000;
 
+/** node:zlib, loaded for the first gzip export only. */
+let zlib: typeof Zlib | undefined;
+
 export interface MetricsSource {
   /** Brings the values read only at scrape time up to date; returns every family and the call latency one. */
   collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily };
@@ -32,7 +35,9 @@ export interface MetricsSource {
 export class OtlpMetricsExporter {
   readonly exports = new ValueFamily('rpcscope_otlp_exports_total', 'OTLP metric exports, by outcome.', 'counter');
   private readonly outcomes: Record<ExportOutcome, ValueCell>;
-  private readonly reader: OtlpMetricsReader;
+  /** Made at the first export: collecting is a scrape (it ages departed endpoints), not for a constructor. */
+  private reader: OtlpMetricsReader | undefined;
+  private readonly startMs: number;
   private readonly agent: http.Agent;
   private readonly resource: ExportMetricsServiceRequest['resourceMetrics'][number]['resource'];
   private timer: NodeJS.Timeout | undefined;
@@ -47,10 +52,11 @@ export class OtlpMetricsExporter {
     private readonly clock: () => number = Date.now,
   ) {
     this.outcomes = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, this.exports.cell({ outcome })])) as Record<ExportOutcome, ValueCell>;
-    this.reader = new OtlpMetricsReader(settings.temporality, clock(), source.collect().callDuration);
+    this.startMs = clock();
     // One connection, kept: an export every interval should not pay a handshake each time.
     const options = { keepAlive: true, maxSockets: 1 };
-    this.agent = settings.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+    // node:https (and TLS with it) only for an https:// receiver: idle memory is paid in every pod.
+    this.agent = settings.url.protocol === 'https:' ? new (nodeHttps().Agent)(options) : new http.Agent(options);
     this.resource = { attributes: stringAttributes(resourceAttributes) };
   }
 
@@ -68,23 +74,29 @@ export class OtlpMetricsExporter {
     this.inFlight = this.export(this.settings.timeoutMs).finally(() => (this.inFlight = undefined));
   }
 
-  /** Stops the timer and sends the last values, if the receiver takes them in time. */
+  /** Stops the timer and sends the last values, if the receiver takes them in time: a drain waits FINAL_EXPORT_MS at most. */
   async shutdown(): Promise<void> {
     clearInterval(this.timer);
-    if (this.inFlight === undefined) await this.export(Math.min(this.settings.timeoutMs, FINAL_EXPORT_MS));
-    else await this.inFlight;
+    if (this.inFlight === undefined) {
+      await this.export(Math.min(this.settings.timeoutMs, FINAL_EXPORT_MS));
+    } else {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.inFlight, new Promise<void>((r) => (timer = setTimeout(r, FINAL_EXPORT_MS)))]);
+      clearTimeout(timer);
+    }
     this.agent.destroy();
   }
 
   private async export(timeoutMs: number): Promise<void> {
     let body: Buffer;
     try {
-      const { families } = this.source.collect();
+      const { families, callDuration } = this.source.collect();
+      this.reader ??= new OtlpMetricsReader(this.settings.temporality, this.startMs, callDuration);
       const metrics = this.reader.read([...families, this.exports], this.clock());
       const request: ExportMetricsServiceRequest = { resourceMetrics: [{ resource: this.resource, scopeMetrics: [{ scope: { name: 'rpcscope', version: VERSION }, metrics }] }] };
       const json = this.settings.protocol === 'http/json';
       const encoded = json ? encodeJson(request) : Buffer.from(encodeProtobuf(request));
-      body = this.settings.gzip ? gzipSync(encoded) : encoded;
+      body = this.settings.gzip ? (zlib ??= process.getBuiltinModule('node:zlib')).gzipSync(encoded) : encoded;
     } catch (err) {
       this.failed('failure', `could not encode the export: ${(err as Error).message}`);
       return;
@@ -95,7 +107,7 @@ export class OtlpMetricsExporter {
 
   private post(body: Buffer, timeoutMs: number): Promise<ExportOutcome> {
     const { url, protocol, headers, gzip } = this.settings;
-    const transport = url.protocol === 'https:' ? https : http;
+    const transport = url.protocol === 'https:' ? nodeHttps() : http;
     return new Promise((resolve) => {
       let settled = false;
       const settle = (outcome: ExportOutcome, why?: string): void => {
