@@ -2,7 +2,8 @@
 // sidecar with OTEL_METRICS_EXPORTER=otlp, a real HTTP receiver decodes what it
 // pushes with the opentelemetry-proto definitions, and every value it sent must
 // equal what /metrics says of the same traffic once the traffic has stopped:
-// counts, sums and bucket counts, attribute set by attribute set. Then the same
+// counts, sums and bucket counts, attribute set by attribute set, inbound and
+// outbound (the server and the client instruments). Then the same
 // over http/json with delta temporality (the deltas add up to the scrape), the
 // resource and headers the OTEL_* variables ask for, and receivers that hang or
 // are down: calls go on, and the exports they cost are counted as lost.
@@ -273,6 +274,22 @@ describe('OTLP metrics', () => {
     assert.equal(metrics.get('rpc.server.call.duration')!.histogram!.aggregationTemporality, 2);
     assertConventionsEqual(metrics, samples);
     assertRpcscopeFamiliesEqual(metrics, samples);
+  });
+
+  it('pushes an outbound sidecar\'s calls as the client instruments, and its endpoints\' families, as /metrics serves them', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const sidecar = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${receiver.url}/v1/metrics`, OTEL_METRIC_EXPORT_INTERVAL: '200' }, ['--mode', 'outbound']);
+      await traffic(sidecar, 6);
+      const samples = await settle(sidecar, receiver);
+      const metrics = accumulate([receiver.metrics.at(-1)!]);
+      assert.deepEqual([...metrics.keys()].filter((n) => !n.startsWith('rpcscope.')).sort(), ['http.client.request.duration', 'rpc.client.call.duration']);
+      assert.ok(select(samples, 'rpcscope_upstream_calls_total').length > 0, 'the outbound sidecar counted its endpoint');
+      assertConventionsEqual(metrics, samples);
+      assertRpcscopeFamiliesEqual(metrics, samples);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('sends the resource of OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES and the pod, and the headers of OTEL_EXPORTER_OTLP_METRICS_HEADERS', () => {
