@@ -32,6 +32,7 @@ import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
 import type { CallTracing } from './observe/call-tracing.ts';
+import type { MetricFamily } from './observe/metric-cells.ts';
 import { Faults } from './observe/faults.ts';
 import { composeObservers, type Observer } from './observe/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
@@ -59,8 +60,8 @@ export interface Observation {
   observers: Observer[];
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
-  /** Families served on /metrics after the call metrics (the translation metrics). */
-  addMetrics?(render: (openMetrics: boolean) => string): void;
+  /** Families kept by other stages (retries, translation, shadow, the admin port): served on /metrics after the call metrics, and pushed over OTLP with them. */
+  addMetrics?(families: readonly MetricFamily[]): void;
   shutdown(): Promise<void>;
 }
 
@@ -216,11 +217,11 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   };
 
   // The retry, translation and mirror counters are served after the call metrics.
-  observation.addMetrics?.((openMetrics) => ctx.retries.render(openMetrics));
+  observation.addMetrics?.(ctx.retries.families);
   const translating = ctx.translating;
-  if (translating) observation.addMetrics?.((openMetrics) => translating.metrics.render(openMetrics));
+  if (translating) observation.addMetrics?.(translating.metrics.families);
   const shadow = translating?.shadow;
-  if (shadow) observation.addMetrics?.((openMetrics) => shadow.render(openMetrics));
+  if (shadow) observation.addMetrics?.(shadow.families);
 
   await upstreams.start();
   const listener = accept(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
@@ -231,7 +232,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const adminHandlers = new Map([...observation.adminHandlers, ...(config.debugEndpoints ? debugHandlers : [])]);
   // /debug/* answers loopback callers and holders of --admin-token-file's token; /metrics and the probes stay open.
   const auth = new AdminAuth(config.adminTokenFile);
-  observation.addMetrics?.((openMetrics) => auth.render(openMetrics));
+  observation.addMetrics?.(auth.families);
   const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, admitDebug: (req, res) => auth.admit(req, res), onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);

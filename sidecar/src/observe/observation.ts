@@ -48,7 +48,7 @@ export function createObservation(
   // The same cells /metrics renders, pushed on a timer: nothing on the call path.
   const otlp = otlpMetrics === undefined ? undefined : new OtlpMetricsExporter(otlpMetrics, resourceAttributes(config.serviceName, env), metrics, log);
   if (otlp !== undefined) {
-    metrics.addFamilies((openMetrics) => otlp.exports.render(openMetrics));
+    metrics.addFamilies([otlp.exports]);
     otlp.start();
   }
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
@@ -57,7 +57,7 @@ export function createObservation(
     observers: [metrics, accessLog.observer],
     tracing,
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
-    addMetrics: (render) => metrics.addFamilies(render),
+    addMetrics: (families) => metrics.addFamilies(families),
     shutdown: async () => {
       await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close(), otlp?.shutdown()]);
     },

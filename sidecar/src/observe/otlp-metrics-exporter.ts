@@ -92,7 +92,8 @@ export class OtlpMetricsExporter {
     try {
       const { families, callDuration } = this.source.collect();
       this.reader ??= new OtlpMetricsReader(this.settings.temporality, this.startMs, callDuration);
-      const metrics = this.reader.read([...families, this.exports], this.clock());
+      // The exports' own counter is among them: observation.ts adds it to /metrics.
+      const metrics = this.reader.read(families, this.clock());
       const request: ExportMetricsServiceRequest = { resourceMetrics: [{ resource: this.resource, scopeMetrics: [{ scope: { name: 'rpcscope', version: VERSION }, metrics }] }] };
       const json = this.settings.protocol === 'http/json';
       const encoded = json ? encodeJson(request) : Buffer.from(encodeProtobuf(request));
