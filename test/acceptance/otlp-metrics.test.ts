@@ -158,15 +158,20 @@ function assertHistogramsEqual(otlp: Map<string, HistogramValue>, scraped: Map<s
   }
 }
 
-/** The semantic-convention instrument and attributes of a rpcscope_call_duration_seconds series (docs/metrics.md, "OTLP"). */
-function convention(labels: Record<string, string>): Record<string, string> {
+/**
+ * The semantic-convention instrument and attributes of a rpcscope_call_duration_seconds
+ * series (docs/metrics.md, "OTLP"); `upstream` is the outbound sidecar's --upstream, the
+ * service its calls go to. The listeners here are cleartext.
+ */
+function convention(labels: Record<string, string>, upstream?: URL): Record<string, string> {
   const side = labels.direction === 'outbound' ? 'client' : 'server';
+  const server: Record<string, string> = labels.direction === 'outbound' && upstream ? { 'server.address': upstream.hostname, 'server.port': upstream.port } : {};
   if (labels.protocol === 'rest') {
     const [method, route] = labels.method!.split(' ');
-    return { instrument: `http.${side}.request.duration`, 'http.request.method': method!, ...(route ? { 'http.route': route } : {}) };
+    return { instrument: `http.${side}.request.duration`, 'http.request.method': method!, ...(route ? { 'http.route': route } : {}), 'url.scheme': 'http', ...server };
   }
   const system = { grpc: 'grpc', grpc_web: 'grpc', connect: 'connectrpc', trpc: 'trpc' }[labels.protocol!]!;
-  return { instrument: `rpc.${side}.call.duration`, 'rpc.system.name': system, 'rpc.method': labels.method! };
+  return { instrument: `rpc.${side}.call.duration`, 'rpc.system.name': system, 'rpc.method': labels.method!, ...server };
 }
 
 /**
@@ -214,8 +219,8 @@ function assertRpcscopeFamiliesEqual(metrics: Map<string, OtlpMetric>, samples: 
   }
 }
 
-function assertConventionsEqual(metrics: Map<string, OtlpMetric>, samples: readonly Sample[]): void {
-  const scraped = scrapedHistograms(samples, 'rpcscope_call_duration_seconds', convention);
+function assertConventionsEqual(metrics: Map<string, OtlpMetric>, samples: readonly Sample[], upstream?: URL): void {
+  const scraped = scrapedHistograms(samples, 'rpcscope_call_duration_seconds', (labels) => convention(labels, upstream));
   const otlp = new Map<string, HistogramValue>();
   for (const name of ['rpc.server.call.duration', 'rpc.client.call.duration', 'http.server.request.duration', 'http.client.request.duration']) {
     const m = metrics.get(name);
@@ -273,6 +278,7 @@ describe('OTLP metrics', () => {
     assert.equal(sum(samples, 'rpcscope_calls_total', { protocol: 'rest' }), 15);
     const grpcDuration = metrics.get('rpc.server.call.duration')!.histogram!.dataPoints;
     assert.deepEqual(grpcDuration.map((p) => attrs(p.attributes)), [{ 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo' }]);
+    assert.ok(metrics.get('http.server.request.duration')!.histogram!.dataPoints.every((p) => attrs(p.attributes)['url.scheme'] === 'http'));
     assert.equal(Number(grpcDuration[0]!.count), 16);
     assert.equal(metrics.get('rpc.server.call.duration')!.histogram!.aggregationTemporality, 2);
     assertConventionsEqual(metrics, samples);
@@ -288,7 +294,7 @@ describe('OTLP metrics', () => {
       const metrics = accumulate([receiver.metrics.at(-1)!]);
       assert.deepEqual([...metrics.keys()].filter((n) => !n.startsWith('rpcscope.')).sort(), ['http.client.request.duration', 'rpc.client.call.duration']);
       assert.ok(select(samples, 'rpcscope_upstream_calls_total').length > 0, 'the outbound sidecar counted its endpoint');
-      assertConventionsEqual(metrics, samples);
+      assertConventionsEqual(metrics, samples, new URL(echoServer.url));
       assertRpcscopeFamiliesEqual(metrics, samples);
     } finally {
       await receiver.close();

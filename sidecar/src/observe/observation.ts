@@ -12,6 +12,7 @@ import type { Faults } from './faults.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
 import { resourceAttributes } from './otel-resource.ts';
 import { OtlpMetricsExporter } from './otlp-metrics-exporter.ts';
+import type { SidecarPeers } from './otlp-metrics-reader.ts';
 import type { OtlpMetricsSettings } from './otlp-metrics-settings.ts';
 import { Router } from '../route/router.ts';
 
@@ -46,7 +47,11 @@ export function createObservation(
     spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),
   });
   // The same cells /metrics renders, pushed on a timer: nothing on the call path.
-  const otlp = otlpMetrics === undefined ? undefined : new OtlpMetricsExporter(otlpMetrics, resourceAttributes(config.serviceName, env), metrics, log);
+  const peers: SidecarPeers = {
+    inboundScheme: config.tlsCert === undefined ? 'http' : 'https',
+    outbound: config.mode === 'outbound' ? { scheme: config.upstream.tls ? 'https' : 'http', address: config.upstream.host, port: config.upstream.port } : undefined,
+  };
+  const otlp = otlpMetrics === undefined ? undefined : new OtlpMetricsExporter(otlpMetrics, resourceAttributes(config.serviceName, env), metrics, log, peers);
   if (otlp !== undefined) {
     metrics.addFamilies([otlp.exports]);
     otlp.start();

@@ -10,7 +10,8 @@ import protobuf from 'protobufjs';
 
 export interface KeyValue {
   key: string;
-  value: { stringValue: string };
+  /** int64 as a decimal string, as OTLP/JSON writes it. */
+  value: { stringValue: string } | { intValue: string };
 }
 
 export interface NumberDataPoint {
@@ -46,9 +47,13 @@ export interface ExportMetricsServiceRequest {
   }[];
 }
 
+/** Whole numbers (`server.port`) as int values, anything else as its string. */
 export function stringAttributes(attributes: Readonly<Record<string, unknown>>): KeyValue[] {
   const out: KeyValue[] = [];
-  for (const key in attributes) out.push({ key, value: { stringValue: String(attributes[key]) } });
+  for (const key in attributes) {
+    const v = attributes[key];
+    out.push({ key, value: typeof v === 'number' && Number.isSafeInteger(v) ? { intValue: String(v) } : { stringValue: String(v) } });
+  }
   return out;
 }
 
@@ -79,8 +84,9 @@ function keyValues(w: Writer, field: number, attributes: readonly KeyValue[]): v
   for (const kv of attributes) {
     message(w, field, (w) => {
       string(w, 1, kv.key);
-      // AnyValue.string_value is field 1 of a oneof: written even when empty.
-      message(w, 2, (w) => w.uint32((1 << 3) | 2).string(kv.value.stringValue));
+      // AnyValue's fields are a oneof: written even when empty or zero.
+      const v = kv.value;
+      message(w, 2, (w) => ('intValue' in v ? w.uint32(3 << 3).int64(Number(v.intValue)) : w.uint32((1 << 3) | 2).string(v.stringValue)));
     });
   }
 }

@@ -13,7 +13,7 @@ import type { Logger } from '../log.ts';
 import { VERSION } from '../version.ts';
 import { ValueFamily, type HistogramFamily, type MetricFamily, type ValueCell } from './metric-cells.ts';
 import { encodeJson, encodeProtobuf, stringAttributes, type ExportMetricsServiceRequest } from './otlp-metrics-encoding.ts';
-import { OtlpMetricsReader } from './otlp-metrics-reader.ts';
+import { OtlpMetricsReader, type SidecarPeers } from './otlp-metrics-reader.ts';
 import type { OtlpMetricsSettings } from './otlp-metrics-settings.ts';
 
 export type ExportOutcome = 'success' | 'failure' | 'timeout' | 'dropped';
@@ -49,6 +49,7 @@ export class OtlpMetricsExporter {
     resourceAttributes: Readonly<Record<string, string>>,
     private readonly source: MetricsSource,
     private readonly log: Logger,
+    private readonly peers: SidecarPeers,
     private readonly clock: () => number = Date.now,
   ) {
     this.outcomes = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, this.exports.cell({ outcome })])) as Record<ExportOutcome, ValueCell>;
@@ -91,7 +92,7 @@ export class OtlpMetricsExporter {
     let body: Buffer;
     try {
       const { families, callDuration } = this.source.collect();
-      this.reader ??= new OtlpMetricsReader(this.settings.temporality, this.startMs, callDuration);
+      this.reader ??= new OtlpMetricsReader(this.settings.temporality, this.startMs, callDuration, this.peers);
       // The exports' own counter is among them: observation.ts adds it to /metrics.
       const metrics = this.reader.read(families, this.clock());
       const request: ExportMetricsServiceRequest = { resourceMetrics: [{ resource: this.resource, scopeMetrics: [{ scope: { name: 'rpcscope', version: VERSION }, metrics }] }] };

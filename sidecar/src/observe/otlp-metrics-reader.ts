@@ -27,19 +27,33 @@ const DURATION_DESCRIPTION = {
   http: 'Duration of HTTP requests, from request headers received to response end sent, as the rpcscope sidecar saw them.',
 };
 
+/**
+ * What the conventions ask of every call of a sidecar, which its settings say
+ * once: the scheme its listener takes calls in (inbound), and the service every
+ * outbound call goes to (--upstream), the client instruments' `server.address`
+ * and `server.port`.
+ */
+export interface SidecarPeers {
+  inboundScheme: 'http' | 'https';
+  outbound: { scheme: 'http' | 'https'; address: string; port: number } | undefined;
+}
+
 /** The semantic-convention instrument and attributes of one rpcscope_call_duration_seconds cell. */
-function conventionOf(a: Attributes): { name: string; attributes: Record<string, string> } {
+function conventionOf(a: Attributes, peers: SidecarPeers): { name: string; attributes: Record<string, string | number> } {
+  const outbound = a.direction === 'outbound' ? peers.outbound : undefined;
   const side = a.direction === 'outbound' ? 'client' : 'server';
+  const server: Record<string, string | number> = outbound ? { 'server.address': outbound.address, 'server.port': outbound.port } : {};
   const method = String(a.method);
   if (a.protocol === 'rest') {
     // `GET /v1/orders/{id}`; `_OTHER` past --max-methods.
     const space = method.indexOf(' ');
-    const attributes: Record<string, string> = space > 0 ? { 'http.request.method': method.slice(0, space), 'http.route': method.slice(space + 1) } : { 'http.request.method': '_OTHER' };
-    return { name: `http.${side}.request.duration`, attributes };
+    const request: Record<string, string> = space > 0 ? { 'http.request.method': method.slice(0, space), 'http.route': method.slice(space + 1) } : { 'http.request.method': '_OTHER' };
+    const scheme = a.direction === 'outbound' ? outbound?.scheme : peers.inboundScheme;
+    return { name: `http.${side}.request.duration`, attributes: { ...request, ...(scheme ? { 'url.scheme': scheme } : {}), ...server } };
   }
-  const attributes: Record<string, string> = { 'rpc.system.name': RPC_SYSTEM[a.protocol as keyof typeof RPC_SYSTEM] ?? String(a.protocol), 'rpc.method': method };
+  const attributes: Record<string, string | number> = { 'rpc.system.name': RPC_SYSTEM[a.protocol as keyof typeof RPC_SYSTEM] ?? String(a.protocol), 'rpc.method': method };
   if (a.code !== undefined) attributes['rpc.status_code'] = String(a.code);
-  return { name: `rpc.${side}.call.duration`, attributes };
+  return { name: `rpc.${side}.call.duration`, attributes: { ...attributes, ...server } };
 }
 
 /** `rpcscope_stream_resets_total` -> `rpcscope.stream_resets`; the unit from the suffix. */
@@ -73,6 +87,7 @@ export class OtlpMetricsReader {
     private readonly startMs: number,
     /** rpcscope_call_duration_seconds: read as the semantic-convention instruments. */
     private readonly callDuration: HistogramFamily,
+    private readonly peers: SidecarPeers = { inboundScheme: 'http', outbound: undefined },
   ) {
     this.lastExport = startMs;
   }
@@ -119,7 +134,7 @@ export class OtlpMetricsReader {
   private conventions(family: HistogramFamily, start: string, now: string): OtlpMetric[] {
     const byName = new Map<string, Map<string, HistogramDataPoint>>();
     for (const c of family.cells) {
-      const { name, attributes } = conventionOf(c.attributes);
+      const { name, attributes } = conventionOf(c.attributes, this.peers);
       let points = byName.get(name);
       if (points === undefined) byName.set(name, (points = new Map()));
       const key = JSON.stringify(attributes);

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HistogramFamily, ValueFamily } from '../../src/observe/metric-cells.ts';
-import type { HistogramDataPoint, OtlpMetric } from '../../src/observe/otlp-metrics-encoding.ts';
+import type { HistogramDataPoint, KeyValue, OtlpMetric } from '../../src/observe/otlp-metrics-encoding.ts';
 import { OtlpMetricsReader, otlpName } from '../../src/observe/otlp-metrics-reader.ts';
 
-const attrs = (p: { attributes: { key: string; value: { stringValue: string } }[] }): Record<string, string> => Object.fromEntries(p.attributes.map((a) => [a.key, a.value.stringValue]));
+const attrs = (p: { attributes: KeyValue[] }): Record<string, string> => Object.fromEntries(p.attributes.map((a) => [a.key, 'intValue' in a.value ? a.value.intValue : a.value.stringValue]));
 const histogram = (metrics: OtlpMetric[], name: string): HistogramDataPoint[] => {
   const m = metrics.find((x) => x.name === name);
   assert.ok(m && 'histogram' in m, `no histogram ${name} in ${metrics.map((x) => x.name).join(', ')}`);
@@ -12,7 +12,7 @@ const histogram = (metrics: OtlpMetric[], name: string): HistogramDataPoint[] =>
 };
 
 describe('OtlpMetricsReader', () => {
-  it('reads the call latency cells as the semantic-convention instruments, by direction and protocol, adding up what they do not name', () => {
+  it('reads the call latency cells as the semantic-convention instruments, by direction and protocol, adding up what they do not name; the scheme and the outbound service from the settings', () => {
     const duration = new HistogramFamily('rpcscope_call_duration_seconds', 'd', [0.1, 1]);
     const base = { method: 'shop.v1.Cart/Add', operation: 'shop.v1.Cart/Add' };
     duration.cell({ direction: 'inbound', protocol: 'grpc', encoding: 'proto', ...base }).record(0.05);
@@ -20,16 +20,17 @@ describe('OtlpMetricsReader', () => {
     duration.cell({ direction: 'outbound', protocol: 'connect', encoding: 'json', ...base, code: 'NOT_FOUND' }).record(2);
     duration.cell({ direction: 'inbound', protocol: 'rest', encoding: 'other', method: 'GET /v1/carts/{id}', operation: 'x' }).record(0.2);
     duration.cell({ direction: 'outbound', protocol: 'rest', encoding: 'other', method: '_OTHER', operation: '_OTHER' }).record(0.2);
-    const metrics = new OtlpMetricsReader('cumulative', 1_700_000_000_000, duration).read([duration], 1_700_000_060_000);
+    const peers = { inboundScheme: 'https' as const, outbound: { scheme: 'http' as const, address: 'orders.shop.svc', port: 8080 } };
+    const metrics = new OtlpMetricsReader('cumulative', 1_700_000_000_000, duration, peers).read([duration], 1_700_000_060_000);
 
     const server = histogram(metrics, 'rpc.server.call.duration');
     assert.deepEqual(server.map(attrs), [{ 'rpc.system.name': 'grpc', 'rpc.method': 'shop.v1.Cart/Add' }]);
     assert.deepEqual([server[0]!.count, server[0]!.bucketCounts, server[0]!.sum, server[0]!.explicitBounds], ['2', ['1', '1', '0'], 0.55, [0.1, 1]]);
     assert.equal(server[0]!.startTimeUnixNano, '1700000000000000000');
     assert.equal(server[0]!.timeUnixNano, '1700000060000000000');
-    assert.deepEqual(histogram(metrics, 'rpc.client.call.duration').map(attrs), [{ 'rpc.system.name': 'connectrpc', 'rpc.method': 'shop.v1.Cart/Add', 'rpc.status_code': 'NOT_FOUND' }]);
-    assert.deepEqual(histogram(metrics, 'http.server.request.duration').map(attrs), [{ 'http.request.method': 'GET', 'http.route': '/v1/carts/{id}' }]);
-    assert.deepEqual(histogram(metrics, 'http.client.request.duration').map(attrs), [{ 'http.request.method': '_OTHER' }]);
+    assert.deepEqual(histogram(metrics, 'rpc.client.call.duration').map(attrs), [{ 'rpc.system.name': 'connectrpc', 'rpc.method': 'shop.v1.Cart/Add', 'rpc.status_code': 'NOT_FOUND', 'server.address': 'orders.shop.svc', 'server.port': '8080' }]);
+    assert.deepEqual(histogram(metrics, 'http.server.request.duration').map(attrs), [{ 'http.request.method': 'GET', 'http.route': '/v1/carts/{id}', 'url.scheme': 'https' }]);
+    assert.deepEqual(histogram(metrics, 'http.client.request.duration').map(attrs), [{ 'http.request.method': '_OTHER', 'url.scheme': 'http', 'server.address': 'orders.shop.svc', 'server.port': '8080' }]);
     assert.ok(metrics.every((m) => m.unit === 's'));
   });
 
