@@ -6,8 +6,9 @@ import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
-import { createCallTracing } from './observe/call-tracing.ts';
+import { createCallTracing, tracingEnabled } from './observe/call-tracing.ts';
 import { createObservation } from './observe/observation.ts';
+import { resourceAttributes } from './observe/otel-resource.ts';
 import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-metrics-settings.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
@@ -41,8 +42,11 @@ async function main(): Promise<number> {
     config = result.config;
     // The routes, operations, .proto and TLS files are read before anything listens: their errors are settings errors.
     files = loadStartFiles(config);
-    // The OTEL_* variables are settings too: a bad one stops the start, named.
+    // The OTEL_* variables are settings too: a bad one stops the start (and --check), named.
     otlpMetrics = otlpMetricsSettings(process.env);
+    // The resource is read only where something is exported: an operator's cluster-wide
+    // OTEL_RESOURCE_ATTRIBUTES does not stop a sidecar that exports nothing over OTLP.
+    if (otlpMetrics !== undefined || tracingEnabled(process.env)) resourceAttributes(config.serviceName, process.env);
     if (result.kind === 'check') {
       process.stdout.write(checkReport(config, result.settings, files));
       return 0;

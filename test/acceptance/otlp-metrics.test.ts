@@ -405,6 +405,7 @@ describe('OTLP metrics', () => {
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "grpc" is not offered/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_METRIC_EXPORT_INTERVAL: 'soon' }), /OTEL_METRIC_EXPORT_INTERVAL: "soon" is not a positive whole number/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'team' }), /OTEL_RESOURCE_ATTRIBUTES: "team" is not key=value/);
+    await assert.rejects(start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonReceiver.url}/v1/traces`, OTEL_RESOURCE_ATTRIBUTES: 'team=a,=b' }), /OTEL_RESOURCE_ATTRIBUTES: "=b" is not key=value/);
     const warned = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${jsonReceiver.url}/v1/metrics`, OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram' });
     assert.match(warned.log(), /explicit buckets/);
   });
