@@ -6,8 +6,10 @@ import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
-import { createCallTracing } from './observe/tracing-from-env.ts';
+import { createCallTracing, tracingEnabled } from './observe/tracing-from-env.ts';
 import { createObservation } from './observe/observation.ts';
+import { resourceAttributes } from './observe/otel-resource.ts';
+import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-metrics-settings.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
@@ -26,6 +28,7 @@ async function main(): Promise<number> {
   if (command !== undefined) return command(process.argv.slice(3), { stdout: process.stdout, stderr: process.stderr, env: process.env });
   let config: Config;
   let files: StartFiles;
+  let otlpMetrics: OtlpMetricsSettings | undefined;
   try {
     const result = loadConfig(process.argv.slice(2), process.env);
     if (result.kind === 'help') {
@@ -39,6 +42,11 @@ async function main(): Promise<number> {
     config = result.config;
     // The routes, operations, .proto and TLS files are read before anything listens: their errors are settings errors.
     files = loadStartFiles(config);
+    // The OTEL_* variables are settings too: a bad one stops the start (and --check), named.
+    otlpMetrics = otlpMetricsSettings(process.env);
+    // The resource is read only where something is exported: an operator's cluster-wide
+    // OTEL_RESOURCE_ATTRIBUTES does not stop a sidecar that exports nothing over OTLP.
+    if (otlpMetrics !== undefined || tracingEnabled(process.env)) resourceAttributes(config.serviceName, process.env);
     if (result.kind === 'check') {
       process.stdout.write(checkReport(config, result.settings, files));
       return 0;
@@ -47,10 +55,11 @@ async function main(): Promise<number> {
     return configFailure(err);
   }
   const log = createLogger(config.logLevel);
+  for (const warning of otlpMetrics?.warnings ?? []) log.warn(warning);
   let sidecar: Sidecar;
   try {
     const tracing = await createCallTracing(config.serviceName, process.env);
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing));
+    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing, otlpMetrics));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

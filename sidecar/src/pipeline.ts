@@ -209,10 +209,10 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   };
 
   // The retry, translation and mirror counters are served after the call metrics.
-  observation.addMetrics?.((openMetrics) => ctx.retries.render(openMetrics));
-  if (translating) observation.addMetrics?.((openMetrics) => translating.metrics.render(openMetrics));
+  observation.addMetrics?.(ctx.retries.families);
+  if (translating) observation.addMetrics?.(translating.metrics.families);
   const shadow = translating?.shadow;
-  if (shadow) observation.addMetrics?.((openMetrics) => shadow.render(openMetrics));
+  if (shadow) observation.addMetrics?.(shadow.families);
 
   await upstreams.start();
   const listener = accept(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
@@ -223,7 +223,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const adminHandlers = new Map([...observation.adminHandlers, ...(config.debugEndpoints ? debugHandlers : [])]);
   // /debug/* answers loopback callers and holders of --admin-token-file's token; /metrics and the probes stay open.
   const auth = new AdminAuth(config.adminTokenFile);
-  observation.addMetrics?.((openMetrics) => auth.render(openMetrics));
+  observation.addMetrics?.(auth.families);
   const admin = createAdminServer({ ready: () => listening && !draining, handlers: adminHandlers, admitDebug: (req, res) => auth.admit(req, res), onFault: (err) => faults.internalError('admin', err) });
   const adminAddress = await listenAdmin(admin, config.admin);
   const proxyAddress = await listener.listen(config.listen);

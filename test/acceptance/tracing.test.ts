@@ -51,7 +51,12 @@ describe('tracing', () => {
   before(async () => {
     upstream = await startUpstream();
     receiver = await startOtlpReceiver();
-    traced = await startSidecarProcess(['--upstream', upstream.url, '--service-name', 'orders-sidecar'], { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' });
+    traced = await startSidecarProcess(['--upstream', upstream.url, '--service-name', 'orders-sidecar'], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging,team=checkout%20core',
+      POD_NAME: 'orders-5c8d-x2k9q',
+    });
     plain = await startSidecarProcess(['--upstream', upstream.url]);
   });
   after(async () => {
@@ -73,8 +78,22 @@ describe('tracing', () => {
     assert.equal(span.traceId, TRACE_ID);
     assert.equal(span.parentSpanId, CLIENT_SPAN);
     assert.equal(span.name, 'order.v1.OrderService/GetOrder');
-    const status = span.attributes.find((a) => a.key === 'rpc.grpc.status_code');
-    assert.equal(Number(status?.value.intValue), 5);
+    // The current RPC conventions: the status by name, the system; not the deprecated numeric rpc.grpc.status_code.
+    const attribute = (key: string): string | undefined => span.attributes.find((a) => a.key === key)?.value.stringValue;
+    assert.equal(attribute('rpc.status_code'), 'NOT_FOUND');
+    assert.equal(attribute('rpc.system.name'), 'grpc');
+    assert.equal(attribute('rpc.method'), 'order.v1.OrderService/GetOrder');
+    assert.equal(span.attributes.find((a) => a.key === 'rpc.grpc.status_code'), undefined);
+    assert.equal(attribute('server.address'), '127.0.0.1');
+    assert.equal(Number(span.attributes.find((a) => a.key === 'server.port')?.value.intValue), Number(new URL(upstream.url).port));
+  });
+
+  it('describes the sidecar by --service-name, OTEL_RESOURCE_ATTRIBUTES and the pod, on the spans resource', () => {
+    const resource = Object.fromEntries(receiver.spanResources.at(-1)!.map((a) => [a.key, a.value.stringValue]));
+    assert.equal(resource['service.name'], 'orders-sidecar');
+    assert.equal(resource['deployment.environment.name'], 'staging');
+    assert.equal(resource.team, 'checkout core');
+    assert.equal(resource['k8s.pod.name'], 'orders-5c8d-x2k9q');
   });
 
   it('names REST spans by the route template, as the metrics do: never the raw path with its ids', async () => {
@@ -94,6 +113,12 @@ describe('tracing', () => {
     while (rest().length < paths.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(rest().map((s) => s.name).sort(), ['GET /v1/orders/{id}', 'GET /v1/orders/{id}', 'GET /v1/users/{id}/cart']);
     assert.deepEqual([...new Set(rest().map((s) => s.attributes.find((a) => a.key === 'http.route')?.value.stringValue))].sort(), ['/v1/orders/{id}', '/v1/users/{id}/cart']);
+    // HTTP's conventions, not RPC's: the method and the status the caller got.
+    for (const span of rest()) {
+      assert.equal(span.attributes.find((a) => a.key === 'http.request.method')?.value.stringValue, 'GET');
+      assert.equal(Number(span.attributes.find((a) => a.key === 'http.response.status_code')?.value.intValue), 200);
+      assert.equal(span.attributes.find((a) => a.key === 'rpc.status_code'), undefined);
+    }
   });
 
   it('gives a Prometheus with exemplar storage the traces of its calls as latency exemplars', async () => {

@@ -107,19 +107,24 @@ async function startOtlpSink(): Promise<{ url: string; stop(): Promise<void> }> 
 
 /**
  * rpcscope's own binary (sidecar/bin/rpcscope) on the Node at `nodeBin` (it execs the first `node` on PATH).
- * `traced`: with tracing on (every call a span, exported over OTLP/HTTP to a sink), which on the relay
+ * `tracing`: with tracing on (every call a span, exported over OTLP/HTTP to a sink), which on the relay
  * means translate mode (each request header block written anew with a traceparent).
+ * `otlp-metrics`: with OTLP metrics on, pushed to a sink every second (60 times the default interval,
+ * so that the exports' cost shows), the row to set beside the plain one: a call should cost the same.
  */
-export function rpcscope(dataPlane: 'relay' | 'terminate', nodeVersion: string, nodeBin: string, traced = false): Peer {
+export function rpcscope(dataPlane: 'relay' | 'terminate', nodeVersion: string, nodeBin: string, variant?: 'tracing' | 'otlp-metrics'): Peer {
+  const suffix = variant === 'tracing' ? ' + tracing' : variant === 'otlp-metrics' ? ' + OTLP metrics' : '';
   return {
-    name: `rpcscope ${dataPlane}${traced ? ' + tracing' : ''}`,
-    key: traced ? `${dataPlane}-traced` : dataPlane,
+    name: `rpcscope ${dataPlane}${suffix}`,
+    key: variant === 'tracing' ? `${dataPlane}-traced` : variant === 'otlp-metrics' ? `${dataPlane}-otlp` : dataPlane,
     node: nodeVersion,
     start: async (route, ctx) => {
       const args = ['--upstream', route.upstream, '--data-plane', dataPlane, '--upstream-protocol', route.upstreamProto === 'h2' ? 'http2' : 'http1', '--log-level', 'info'];
       if (route.frontend === 'tls') args.push('--tls-cert', ctx.certFile, '--tls-key', ctx.keyFile);
-      const sink = traced ? await startOtlpSink() : undefined;
-      const sc = await startSidecarProcess(args, { PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH}`, ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}) });
+      const sink = variant ? await startOtlpSink() : undefined;
+      const otel: Record<string, string> =
+        sink === undefined ? {} : variant === 'tracing' ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${sink.url}/v1/metrics`, OTEL_METRIC_EXPORT_INTERVAL: '1000' };
+      const sc = await startSidecarProcess(args, { PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH}`, ...otel });
       pin(sc.proc.pid!, ctx);
       return {
         url: `${scheme(route.frontend)}://127.0.0.1:${sc.port}`,

@@ -19,7 +19,8 @@
 //
 // --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
 // --only: the peers (direct, relay, terminate, relay-traced, terminate-traced,
-// floor, nginx, haproxy, nghttpx; the traced ones with tracing on, spans to a sink)
+// relay-otlp, terminate-otlp, floor, nginx, haproxy, nghttpx; the traced ones with
+// tracing on, spans to a sink; the otlp ones with OTLP metrics pushed to a sink every second)
 // and workloads (grpc-256, grpc-256-tls, grpc-order, rest-order-h1, stream-1000)
 // to run; a list naming no peer keeps every peer, and likewise for workloads.
 // The memory rows run for the peers named (all, without --only); `rss` adds them
@@ -77,7 +78,14 @@ if (NODES !== '20') {
 
 const allPeers: Peer[] = [
   direct,
-  ...nodes.flatMap((n) => [rpcscope('relay', n.version, n.bin), rpcscope('terminate', n.version, n.bin), rpcscope('relay', n.version, n.bin, true), rpcscope('terminate', n.version, n.bin, true)]),
+  ...nodes.flatMap((n) => [
+    rpcscope('relay', n.version, n.bin),
+    rpcscope('terminate', n.version, n.bin),
+    rpcscope('relay', n.version, n.bin, 'tracing'),
+    rpcscope('terminate', n.version, n.bin, 'tracing'),
+    rpcscope('relay', n.version, n.bin, 'otlp-metrics'),
+    rpcscope('terminate', n.version, n.bin, 'otlp-metrics'),
+  ]),
   ...nodes.map((n) => nodeFloor(n.version, n.bin)),
   nginx,
   haproxy,

@@ -13,7 +13,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type http from 'node:http';
-import { ValueFamily, type ValueCell } from '../observe/metric-cells.ts';
+import { ValueFamily, type MetricFamily, type ValueCell } from '../observe/metric-cells.ts';
 
 export const REFUSAL_REASONS = ['unauthenticated', 'forbidden'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
@@ -45,8 +45,9 @@ export class AdminAuth {
     return true;
   }
 
-  render(openMetrics = false): string {
-    return this.family.render(openMetrics);
+  /** Served on /metrics and pushed over OTLP with the call metrics. */
+  get families(): readonly MetricFamily[] {
+    return [this.family];
   }
 
   private refuse(res: http.ServerResponse, reason: RefusalReason): false {

@@ -95,7 +95,7 @@ abstract class Family<C> {
 }
 
 export class ValueFamily extends Family<ValueCell> {
-  constructor(name: string, description: string, private readonly kind: 'counter' | 'gauge') {
+  constructor(name: string, description: string, readonly kind: 'counter' | 'gauge') {
     super(name, description);
   }
 

@@ -25,6 +25,7 @@ import type { MetricsDetail } from './metrics-detail.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
+import type { HistogramFamily, MetricFamily } from './metric-cells.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -84,8 +85,13 @@ export interface MetricsObserver extends Observer {
   handleMetrics(req: IncomingMessage, res: ServerResponse): void;
   /** The exposition text /metrics serves, Prometheus or OpenMetrics. */
   render(openMetrics?: boolean): string;
-  /** Families kept elsewhere (the translation metrics), served in the same exposition after the call metrics. */
-  addFamilies(render: (openMetrics: boolean) => string): void;
+  /** Families kept elsewhere (retries, translation, shadow, the admin port, OTLP exports): served after the call metrics, and collected with them. */
+  addFamilies(families: readonly MetricFamily[]): void;
+  /**
+   * Brings the values read only at scrape time up to date and hands over the
+   * families themselves, for an OTLP export (otlp-metrics-exporter.ts).
+   */
+  collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily };
   /** The route, hence the `method` and `operation` labels, a call has in these metrics. */
   route(call: CallRecord): Route;
   shutdown(): Promise<void>;
@@ -103,7 +109,7 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly connections: ConnectionRecorder;
   private readonly upstreams: UpstreamRecorder;
   private readonly faults: FaultRecorder;
-  private readonly extraFamilies: ((openMetrics: boolean) => string)[] = [];
+  private readonly extraFamilies: MetricFamily[] = [];
   private readonly router: Router;
   /** Calls in flight: their message counts and endpoints are read at each scrape. */
   private readonly inFlight = new Set<CallRecord>();
@@ -234,12 +240,28 @@ class MetricsObserverImpl implements MetricsObserver {
     return this.routes.get(call.direction, this.route(call));
   }
 
-  addFamilies(render: (openMetrics: boolean) => string): void {
-    this.extraFamilies.push(render);
+  addFamilies(families: readonly MetricFamily[]): void {
+    this.extraFamilies.push(...families);
   }
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
   render(openMetrics = false): string {
+    this.refresh();
+    // The resource's attributes are fixed at start: target_info was rendered once.
+    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
+    for (const family of this.catalogue.families) out += family.render(openMetrics);
+    for (const extra of this.extraFamilies) out += extra.render(openMetrics);
+    out += this.processMetrics.render(openMetrics);
+    return openMetrics ? out + OPENMETRICS_EOF : out;
+  }
+
+  collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily } {
+    this.refresh();
+    return { families: [...this.catalogue.families, ...this.extraFamilies], callDuration: this.catalogue.callDuration };
+  }
+
+  /** The values only read when someone reads them: messages of calls in flight, endpoints, faults. */
+  private refresh(): void {
     this.upstreams.clearInFlight();
     for (const call of this.inFlight) {
       const obs = call.observation;
@@ -248,12 +270,6 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     this.upstreams.beforeRender();
     this.faults.beforeRender();
-    // The resource's attributes are fixed at start: target_info was rendered once.
-    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
-    for (const family of this.catalogue.families) out += family.render(openMetrics);
-    for (const extra of this.extraFamilies) out += extra(openMetrics);
-    out += this.processMetrics.render(openMetrics);
-    return openMetrics ? out + OPENMETRICS_EOF : out;
   }
 }
 

@@ -9,7 +9,12 @@ import type { Observer } from './observer.ts';
 import { createAccessLog } from './access-log.ts';
 import { noopTracing, type CallTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
+import type { MetricFamily } from './metric-cells.ts';
 import { createMetricsObserver } from './metrics-observer.ts';
+import { resourceAttributes } from './otel-resource.ts';
+import { OtlpMetricsExporter } from './otlp-metrics-exporter.ts';
+import type { SidecarPeers } from './otlp-metrics-reader.ts';
+import type { OtlpMetricsSettings } from './otlp-metrics-settings.ts';
 import { Router } from '../route/router.ts';
 
 /** What the pipeline is given to observe calls with: the data planes report to `observers`. */
@@ -19,14 +24,17 @@ export interface Observation {
   observers: Observer[];
   tracing: CallTracing;
   adminHandlers: Map<string, http.RequestListener>;
-  /** Families served on /metrics after the call metrics (the translation metrics). */
-  addMetrics?(render: (openMetrics: boolean) => string): void;
+  /** Families kept by other stages (retries, translation, shadow, the admin port): served on /metrics after the call metrics, and pushed over OTLP with them. */
+  addMetrics?(families: readonly MetricFamily[]): void;
   shutdown(): Promise<void>;
 }
 
 export type ObservationFactory = (knownEndpoints: () => readonly string[], faults: Faults) => Observation;
 
-/** `tracing` comes from createCallTracing (tracing-from-env.ts), awaited beforehand: off unless given. */
+/**
+ * `tracing` comes from createCallTracing (tracing-from-env.ts), awaited beforehand: off unless given;
+ * `otlpMetrics` from otlpMetricsSettings (otlp-metrics-settings.ts): no OTLP push unless given.
+ */
 export function createObservation(
   config: Config,
   files: StartFiles,
@@ -35,6 +43,7 @@ export function createObservation(
   knownEndpoints: () => readonly string[],
   faults?: Faults,
   tracing: CallTracing = noopTracing,
+  otlpMetrics?: OtlpMetricsSettings,
 ): Observation {
   // One router for the whole sidecar: the data plane resolves each call's route
   // with it as the call starts, and metrics, span names and the access log read
@@ -52,15 +61,25 @@ export function createObservation(
     // The calls' traces are the latency exemplars.
     spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),
   });
+  // The same cells /metrics renders, pushed on a timer: nothing on the call path.
+  const peers: SidecarPeers = {
+    inboundScheme: config.tlsCert === undefined ? 'http' : 'https',
+    outbound: config.mode === 'outbound' ? { scheme: config.upstream.tls ? 'https' : 'http', address: config.upstream.host, port: config.upstream.port } : undefined,
+  };
+  const otlp = otlpMetrics === undefined ? undefined : new OtlpMetricsExporter(otlpMetrics, resourceAttributes(config.serviceName, env), metrics, log, peers);
+  if (otlp !== undefined) {
+    metrics.addFamilies([otlp.exports]);
+    otlp.start();
+  }
   const accessLog = createAccessLog({ destination: config.accessLog, sample: config.accessLogSample, route: (call) => metrics.route(call), log });
   return {
     router,
     observers: [metrics, accessLog.observer],
     tracing,
     adminHandlers: new Map<string, http.RequestListener>([['/metrics', (req, res) => metrics.handleMetrics(req, res)]]),
-    addMetrics: (render) => metrics.addFamilies(render),
+    addMetrics: (families) => metrics.addFamilies(families),
     shutdown: async () => {
-      await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close()]);
+      await Promise.all([metrics.shutdown(), tracing.shutdown(), accessLog.close(), otlp?.shutdown()]);
     },
   };
 }

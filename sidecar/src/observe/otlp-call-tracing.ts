@@ -6,8 +6,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { CallRecord } from './call-record.ts';
-import { decideCode, decideCodeNumber } from './call-outcome.ts';
+import { decideCode } from './call-outcome.ts';
 import type { CallTracing, HeaderBag } from './call-tracing.ts';
+import { resourceAttributes } from './otel-resource.ts';
+import { RPC_SYSTEM } from './rpc-system.ts';
 
 const propagator = new W3CTraceContextPropagator();
 
@@ -37,7 +39,8 @@ class OtlpCallTracing implements CallTracing {
           'rpcscope.protocol': call.protocol,
           'http.request.method': call.httpMethod,
           'network.protocol.version': call.httpVersion,
-          ...(rpc ? { 'rpc.method': name } : space > 0 ? { 'http.route': name.slice(space + 1) } : {}),
+          // The current RPC conventions: `rpc.system.name` and the fully qualified `rpc.method`.
+          ...(rpc ? { 'rpc.system.name': RPC_SYSTEM[call.protocol as Exclude<typeof call.protocol, 'rest'>], 'rpc.method': name } : space > 0 ? { 'http.route': name.slice(space + 1) } : {}),
         },
       },
       parent,
@@ -56,9 +59,16 @@ class OtlpCallTracing implements CallTracing {
     const span = this.spans.get(call);
     if (!span) return;
     const code = decideCode(call);
-    span.setAttribute('rpc.grpc.status_code', decideCodeNumber(call));
+    // `rpc.status_code` (the status name, `NOT_FOUND`), which replaces the deprecated
+    // numeric `rpc.grpc.status_code`; REST calls carry their HTTP status instead.
+    if (call.protocol !== 'rest') span.setAttribute('rpc.status_code', code);
     if (call.httpStatus) span.setAttribute('http.response.status_code', call.httpStatus);
-    if (call.upstream) span.setAttribute('server.address', call.upstream);
+    if (call.upstream) {
+      // `ip:port` (an IPv6 address in brackets): the conventions keep host and port apart.
+      const colon = call.upstream.lastIndexOf(':');
+      span.setAttribute('server.address', colon > 0 ? call.upstream.slice(0, colon).replace(/^\[(.*)\]$/, '$1') : call.upstream);
+      if (colon > 0) span.setAttribute('server.port', Number(call.upstream.slice(colon + 1)));
+    }
     if (call.reset) span.setAttribute('rpcscope.reset', `${call.reset.side}:${call.reset.code}`);
     if (code !== 'OK') span.setStatus({ code: SpanStatusCode.ERROR, message: code });
     span.end();
@@ -71,7 +81,7 @@ class OtlpCallTracing implements CallTracing {
 
 export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': serviceName, ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}), ...(env.POD_NAMESPACE ? { 'k8s.namespace.name': env.POD_NAMESPACE } : {}) }),
+    resource: resourceFromAttributes(resourceAttributes(serviceName, env)),
     // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });

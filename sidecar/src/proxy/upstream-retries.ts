@@ -11,7 +11,7 @@
 // the start at 0 so that an alert on increase() has its series.
 import type http2 from 'node:http2';
 import { NodeErrorCode } from '../core/errors.ts';
-import { ValueFamily, type ValueCell } from '../observe/metric-cells.ts';
+import { ValueFamily, type MetricFamily, type ValueCell } from '../observe/metric-cells.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 
@@ -32,8 +32,9 @@ export class UpstreamRetries {
     this.cells.get(reason)!.value++;
   }
 
-  render(openMetrics = false): string {
-    return this.family.render(openMetrics);
+  /** Served on /metrics and pushed over OTLP with the call metrics. */
+  get families(): readonly MetricFamily[] {
+    return [this.family];
   }
 }
 

@@ -1,7 +1,7 @@
 // rpcscope_shadow_calls_total{operation,result}: how the mirrored calls' answers
 // compared with the primary's. Cells bound once per label set and rendered on a
 // scrape, as in transcode-metrics.ts.
-import { ValueFamily, type ValueCell } from '../observe/metric-cells.ts';
+import { ValueFamily, type MetricFamily, type ValueCell } from '../observe/metric-cells.ts';
 
 export type ShadowResult = 'match' | 'mismatch' | 'error';
 
@@ -16,7 +16,8 @@ export class ShadowMetrics {
     c.value++;
   }
 
-  render(openMetrics = false): string {
-    return this.calls.render(openMetrics);
+  /** Served on /metrics and pushed over OTLP with the call metrics. */
+  get families(): readonly MetricFamily[] {
+    return [this.calls];
   }
 }

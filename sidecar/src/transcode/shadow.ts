@@ -9,6 +9,7 @@ import http from 'node:http';
 import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
+import type { MetricFamily } from '../observe/metric-cells.ts';
 import type { Call } from '../proxy/call.ts';
 import { filterH2Headers } from '../proxy/hop-by-hop.ts';
 import { learnTemplate } from '../route/learned-template.ts';
@@ -125,8 +126,8 @@ export class Shadow {
     };
   }
 
-  render(openMetrics = false): string {
-    return this.metrics.render(openMetrics);
+  get families(): readonly MetricFamily[] {
+    return this.metrics.families;
   }
 
   close(): void {

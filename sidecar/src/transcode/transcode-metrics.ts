@@ -3,7 +3,7 @@
 // were translated on the way (`translation`: rest_to_grpc, grpc_web_to_grpc)
 // and how long the translating itself took. Cells are bound once per label
 // set, as in observe/metric-cells.ts, and rendered on a scrape.
-import { HistogramFamily, ValueFamily, type HistogramCell, type ValueCell } from '../observe/metric-cells.ts';
+import { HistogramFamily, ValueFamily, type HistogramCell, type MetricFamily, type ValueCell } from '../observe/metric-cells.ts';
 
 export type Translation = 'rest_to_grpc' | 'grpc_web_to_grpc';
 
@@ -29,7 +29,8 @@ export class TranscodeMetrics {
     c.record(seconds);
   }
 
-  render(openMetrics = false): string {
-    return this.calls.render(openMetrics) + this.seconds.render(openMetrics);
+  /** Served on /metrics and pushed over OTLP with the call metrics. */
+  get families(): readonly MetricFamily[] {
+    return [this.calls, this.seconds];
   }
 }

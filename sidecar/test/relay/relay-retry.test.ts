@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
 import { noopTracing } from '../../src/observe/call-tracing.ts';
+import type { MetricFamily } from '../../src/observe/metric-cells.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 import { createRecorder, type Recorder } from '../support/sidecar.ts';
 
@@ -52,9 +53,9 @@ async function startRetrySidecar(upstreamUrl: string): Promise<RetrySidecar> {
   const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstreamUrl, '--log-level', 'silent', '--drain-timeout', '2s', '--data-plane', 'relay', '--upstream-protocol', 'http2'], {});
   if (result.kind !== 'run') throw new Error('unexpected help');
   const recorder = createRecorder();
-  const families: ((openMetrics: boolean) => string)[] = [];
-  const sidecar = await startSidecar(result.config, createLogger('silent'), () => ({ observers: [recorder], tracing: noopTracing, adminHandlers: new Map(), addMetrics: (render) => families.push(render), shutdown: async () => {} }));
-  return { sidecar, recorder, url: `http://127.0.0.1:${sidecar.proxyAddress.port}`, metrics: () => families.map((f) => f(false)).join('') };
+  const families: MetricFamily[] = [];
+  const sidecar = await startSidecar(result.config, createLogger('silent'), () => ({ observers: [recorder], tracing: noopTracing, adminHandlers: new Map(), addMetrics: (added) => families.push(...added), shutdown: async () => {} }));
+  return { sidecar, recorder, url: `http://127.0.0.1:${sidecar.proxyAddress.port}`, metrics: () => families.map((f) => f.render(false)).join('') };
 }
 
 function retries(sc: RetrySidecar): Record<string, number> {

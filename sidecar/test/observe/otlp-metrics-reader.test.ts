@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { HistogramFamily, ValueFamily } from '../../src/observe/metric-cells.ts';
+import type { HistogramDataPoint, KeyValue, OtlpMetric } from '../../src/observe/otlp-metrics-encoding.ts';
+import { OtlpMetricsReader, otlpName } from '../../src/observe/otlp-metrics-reader.ts';
+
+const attrs = (p: { attributes: KeyValue[] }): Record<string, string> => Object.fromEntries(p.attributes.map((a) => [a.key, 'intValue' in a.value ? a.value.intValue : a.value.stringValue]));
+const histogram = (metrics: OtlpMetric[], name: string): HistogramDataPoint[] => {
+  const m = metrics.find((x) => x.name === name);
+  assert.ok(m && 'histogram' in m, `no histogram ${name} in ${metrics.map((x) => x.name).join(', ')}`);
+  return m.histogram.dataPoints;
+};
+
+describe('OtlpMetricsReader', () => {
+  it('reads the call latency cells as the semantic-convention instruments, by direction and protocol, adding up what they do not name; the scheme and the outbound service from the settings', () => {
+    const duration = new HistogramFamily('rpcscope_call_duration_seconds', 'd', [0.1, 1]);
+    const base = { method: 'shop.v1.Cart/Add', operation: 'shop.v1.Cart/Add' };
+    duration.cell({ direction: 'inbound', protocol: 'grpc', encoding: 'proto', ...base }).record(0.05);
+    duration.cell({ direction: 'inbound', protocol: 'grpc_web', encoding: 'text', ...base }).record(0.5);
+    duration.cell({ direction: 'outbound', protocol: 'connect', encoding: 'json', ...base, code: 'NOT_FOUND' }).record(2);
+    duration.cell({ direction: 'inbound', protocol: 'rest', encoding: 'other', method: 'GET /v1/carts/{id}', operation: 'x' }).record(0.2);
+    duration.cell({ direction: 'outbound', protocol: 'rest', encoding: 'other', method: '_OTHER', operation: '_OTHER' }).record(0.2);
+    const peers = { inboundScheme: 'https' as const, outbound: { scheme: 'http' as const, address: 'orders.shop.svc', port: 8080 } };
+    const metrics = new OtlpMetricsReader('cumulative', 1_700_000_000_000, duration, peers).read([duration], 1_700_000_060_000);
+
+    const server = histogram(metrics, 'rpc.server.call.duration');
+    assert.deepEqual(server.map(attrs), [{ 'rpc.system.name': 'grpc', 'rpc.method': 'shop.v1.Cart/Add' }]);
+    assert.deepEqual([server[0]!.count, server[0]!.bucketCounts, server[0]!.sum, server[0]!.explicitBounds], ['2', ['1', '1', '0'], 0.55, [0.1, 1]]);
+    assert.equal(server[0]!.startTimeUnixNano, '1700000000000000000');
+    assert.equal(server[0]!.timeUnixNano, '1700000060000000000');
+    assert.deepEqual(histogram(metrics, 'rpc.client.call.duration').map(attrs), [{ 'rpc.system.name': 'connectrpc', 'rpc.method': 'shop.v1.Cart/Add', 'rpc.status_code': 'NOT_FOUND', 'server.address': 'orders.shop.svc', 'server.port': '8080' }]);
+    assert.deepEqual(histogram(metrics, 'http.server.request.duration').map(attrs), [{ 'http.request.method': 'GET', 'http.route': '/v1/carts/{id}', 'url.scheme': 'https' }]);
+    assert.deepEqual(histogram(metrics, 'http.client.request.duration').map(attrs), [{ 'http.request.method': '_OTHER', 'url.scheme': 'http', 'server.address': 'orders.shop.svc', 'server.port': '8080' }]);
+    assert.ok(metrics.every((m) => m.unit === 's'));
+  });
+
+  it('names the other families rpcscope.*, so that a Prometheus exporter gives back the /metrics names', () => {
+    assert.deepEqual(otlpName('rpcscope_stream_resets_total', true), { name: 'rpcscope.stream_resets', unit: '' });
+    assert.deepEqual(otlpName('rpcscope_stream_duration_seconds', false), { name: 'rpcscope.stream_duration', unit: 's' });
+    assert.deepEqual(otlpName('rpcscope_call_bytes_total', true), { name: 'rpcscope.call_bytes', unit: 'By' });
+    assert.deepEqual(otlpName('rpcscope_load_skew_ratio', false), { name: 'rpcscope.load_skew_ratio', unit: '1' });
+  });
+
+  it('with delta temporality, sends what changed since the previous export; gauges as they are', () => {
+    const duration = new HistogramFamily('rpcscope_call_duration_seconds', 'd', [0.1]);
+    const calls = new ValueFamily('rpcscope_calls_total', 'c', 'counter');
+    const active = new ValueFamily('rpcscope_calls_active', 'a', 'gauge');
+    const h = duration.cell({ direction: 'inbound', protocol: 'grpc', encoding: 'proto', method: 'm/M', operation: 'm/M' });
+    const c = calls.cell({ code: 'OK' });
+    const a = active.cell({ method: 'm/M' });
+    const reader = new OtlpMetricsReader('delta', 0, duration);
+    h.record(0.05);
+    c.value = 3;
+    a.value = 2;
+    reader.read([duration, calls, active], 1000);
+    h.record(0.5);
+    c.value = 5;
+    const second = reader.read([duration, calls, active], 2000);
+    const point = histogram(second, 'rpc.server.call.duration')[0]!;
+    assert.deepEqual([point.count, point.bucketCounts, point.sum, point.startTimeUnixNano], ['1', ['0', '1'], 0.5, '1000000000']);
+    const sum = second.find((m) => m.name === 'rpcscope.calls');
+    assert.ok(sum && 'sum' in sum);
+    assert.deepEqual([sum.sum.dataPoints[0]!.asDouble, sum.sum.aggregationTemporality, sum.sum.isMonotonic], [2, 1, true]);
+    const gauge = second.find((m) => m.name === 'rpcscope.calls_active');
+    assert.ok(gauge && 'gauge' in gauge);
+    assert.equal(gauge.gauge.dataPoints[0]!.asDouble, 2);
+  });
+});
