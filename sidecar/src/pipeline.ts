@@ -81,7 +81,7 @@ interface Terminating {
   connectFailures: ConnectFailureLog;
 }
 
-function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number, faults: Faults, upstreams: Upstreams): Terminating {
+function terminating(config: Config, log: Logger, observer: Observer, nextConnId: () => number, faults: Faults, upstreams: Upstreams, upstreamCa: Buffer | undefined): Terminating {
   const connectFailures = new ConnectFailureLog(log);
   // Upstream sessions are PINGed in outbound mode, where endpoints are pods on other nodes that can vanish;
   // an inbound sidecar's app shares its pod, whose death the kernel reports at once, and gRPC servers' ping
@@ -91,13 +91,13 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
     faults.keepaliveTimedOut('upstream');
     upstreams.keepaliveTimedOut(href);
   };
-  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
+  const h2 = new H2SessionPool(observer, log, config.connectTimeoutMs, upstreamCa, nextConnId, connectFailures, {
     tcpIdleMs: intervalMs,
     ping: config.mode === 'outbound' ? { intervalMs, timeoutMs } : undefined,
     onTimeout,
   });
   // HTTP/1.1 has one call per connection: a burst of calls connects a slice at a time and queues, within limits.
-  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, config.upstreamCa, nextConnId, connectFailures, {
+  const h1 = new H1AgentPool(observer, config.connectTimeoutMs, upstreamCa, nextConnId, connectFailures, {
     maxConnections: config.upstreamMaxConnections,
     maxConnecting: config.upstreamMaxConnecting,
     maxPending: config.upstreamMaxPending,
@@ -105,7 +105,7 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
     // HTTP/1.1 has no PING: in outbound mode an endpoint silent with calls waiting is probed with a TCP connect.
     liveness: config.mode === 'outbound' && intervalMs > 0 ? new H1Liveness({ intervalMs, timeoutMs, probe: connectProbe, onTimeout }) : undefined,
   });
-  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: config.upstreamCa ? readFileSync(config.upstreamCa) : undefined };
+  const probe = { connectTimeoutMs: config.connectTimeoutMs, ca: upstreamCa };
   const protocols = new UpstreamProtocols(
     { upstream: config.upstreamProtocol, grpcUpstream: config.grpcUpstream ? config.grpcUpstreamProtocol : undefined },
     (target, version) => probeUpstreamSpeaks(target, version, probe),
@@ -186,9 +186,11 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const upstreams = createUpstreams(config, log, retire, faults);
   faults.ejectedNow = () => upstreams.ejectedCount();
   const { observation, connections, tap, observer } = observing(observe, upstreams, faults);
-  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams);
+  // The --upstream-ca bundle, read once here for every path that connects upstream over TLS.
+  const upstreamCa = config.upstreamCa ? readFileSync(config.upstreamCa) : undefined;
+  const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams, upstreamCa);
 
-  const translating = createTranslating(config, log);
+  const translating = createTranslating(config, log, upstreamCa);
   const ctx: ProxyContext = {
     config,
     observer,
@@ -206,6 +208,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     translating,
     nextConnId,
     connectFailures,
+    upstreamCa,
   };
 
   // The retry, translation and mirror counters are served after the call metrics.

@@ -40,6 +40,8 @@ export interface ProxyContext {
   nextConnId(): number;
   /** One warn line per unreachable upstream, whichever path (pools, relay) failed to connect. */
   readonly connectFailures: ConnectFailureLog;
+  /** The --upstream-ca bundle, read once at start. */
+  readonly upstreamCa: Buffer | undefined;
 }
 
 /**

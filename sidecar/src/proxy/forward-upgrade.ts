@@ -5,7 +5,6 @@
 // own (an upgraded socket cannot go back to a pool), verified with --upstream-ca,
 // bounded by --connect-timeout, and counted as an upstream connection like the
 // pools' ones.
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -18,15 +17,6 @@ import type { ProxyContext } from './context.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { nodeHttps } from '../builtins.ts';
 import { connectTimeout } from '../core/errors.ts';
-
-/** The --upstream-ca bundle, read once on the first upgrade to an https:// upstream. */
-const caFiles = new Map<string, Buffer>();
-function caOf(file: string | undefined): Buffer | undefined {
-  if (file === undefined) return undefined;
-  let ca = caFiles.get(file);
-  if (!ca) caFiles.set(file, (ca = readFileSync(file)));
-  return ca;
-}
 
 /**
  * Client bytes held while the upstream has not answered, past which the client is
@@ -78,7 +68,7 @@ export function forwardUpgrade(ctx: ProxyContext, conn: ConnectionRecord, req: h
     headers: filterRawHeaders(req.rawHeaders, true),
     setHost: false,
     agent: false,
-    ...(target.tls ? { servername: net.isIP(target.host) ? undefined : target.host, ALPNProtocols: ['http/1.1'], ca: caOf(ctx.config.upstreamCa) } : {}),
+    ...(target.tls ? { servername: net.isIP(target.host) ? undefined : target.host, ALPNProtocols: ['http/1.1'], ca: ctx.upstreamCa } : {}),
   });
   call.sent(target.authority);
   const upConn: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 1, active: 1 };

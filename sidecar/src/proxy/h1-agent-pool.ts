@@ -14,7 +14,6 @@
 // --upstream-max-pending waiting calls, a call is answered UNAVAILABLE at once.
 import http from 'node:http';
 import type { Socket } from 'node:net';
-import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
 import { now } from '../clock.ts';
@@ -146,12 +145,13 @@ export class H1AgentPool {
   constructor(
     private readonly observer: Observer,
     private readonly connectTimeoutMs: number,
-    caFile: string | undefined,
+    /** The --upstream-ca bundle, read once at start (pipeline.ts). */
+    ca: Buffer | undefined,
     private readonly nextConnId: () => number,
     private readonly connectFailures: ConnectFailureLog,
     private readonly limits: H1Limits = DEFAULT_LIMITS,
   ) {
-    this.ca = caFile ? readFileSync(caFile) : undefined;
+    this.ca = ca;
   }
 
   get(target: UpstreamUrl): http.Agent {

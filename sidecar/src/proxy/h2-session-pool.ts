@@ -5,7 +5,6 @@
 // PING keepalive (h2/h2-keepalive.ts) and destroyed: its calls end
 // UNAVAILABLE at once instead of hanging, and the next call opens a new one.
 import type http2 from 'node:http2';
-import { readFileSync } from 'node:fs';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { ConnectionRecord, Observer } from '../observe/observer.ts';
@@ -53,12 +52,13 @@ export class H2SessionPool {
     private readonly observer: Observer,
     private readonly log: Logger,
     private readonly connectTimeoutMs: number,
-    caFile: string | undefined,
+    /** The --upstream-ca bundle, read once at start (pipeline.ts). */
+    ca: Buffer | undefined,
     private readonly nextConnId: () => number,
     private readonly connectFailures: ConnectFailureLog,
     private readonly keepalive: UpstreamKeepalive = NO_KEEPALIVE,
   ) {
-    this.ca = caFile ? readFileSync(caFile) : undefined;
+    this.ca = ca;
   }
 
   get(target: UpstreamUrl): PooledSession {

@@ -1,6 +1,5 @@
 // The relayed connections of one listener: where the listener hands an HTTP/2
 // connection when the relay applies, and what its drain and shutdown reach.
-import { readFileSync } from 'node:fs';
 import type net from 'node:net';
 import { noopTracing } from '../observe/call-tracing.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
@@ -13,7 +12,7 @@ export class RelaySet {
   private draining = false;
 
   constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
-    this.ca = ctx.config.upstreamCa ? readFileSync(ctx.config.upstreamCa) : undefined;
+    this.ca = ctx.upstreamCa;
   }
 
   /**

@@ -3,7 +3,6 @@
 // bridge is on (--grpc-web-bridge), and a CORS preflight for either
 // (--cors-origin); and where a plain call is watched for the mirror (--shadow). Built once at start; `undefined` when none is on, so the
 // plain path asks nothing.
-import { readFileSync } from 'node:fs';
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type { Config } from '../config/load.ts';
@@ -82,7 +81,8 @@ export class Translating implements TranslatingStage {
 }
 
 /** What translating the settings ask for; undefined when they ask for none. Throws a ConfigError naming the file and rule on a bad binding. */
-export function createTranslating(config: Config, log: Logger): Translating | undefined {
+/** `upstreamCa`: the --upstream-ca bundle, read once at start, for the mirror's upstream. */
+export function createTranslating(config: Config, log: Logger, upstreamCa: Buffer | undefined): Translating | undefined {
   const splitting = config.split.size > 0;
   if (!config.transcode && !config.grpcWebBridge && !splitting && !config.shadow) return undefined;
   let table: TranscodeTable | undefined;
@@ -98,6 +98,6 @@ export function createTranslating(config: Config, log: Logger): Translating | un
       if (!bound.has(operation)) throw new ConfigError(`--split: ${operation} is no method with a google.api.http rule in ${config.protoDir!} (give it as pkg.Service/Method; bound: ${[...bound].sort().join(', ') || 'none'})`);
     }
   }
-  const shadow = config.shadow ? new Shadow(config.shadow, log, table, config.maxMethods, config.upstreamCa ? readFileSync(config.upstreamCa) : undefined) : undefined;
+  const shadow = config.shadow ? new Shadow(config.shadow, log, table, config.maxMethods, upstreamCa) : undefined;
   return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins), split, config.transcode, shadow);
 }
