@@ -8,9 +8,11 @@
 // the upstream still keeps it is a debt, repaid from the client's next
 // WINDOW_UPDATEs before they reach the upstream.
 import type net from 'node:net';
-import type { FrameParser } from './frame-parser.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { FrameError, type FrameParser } from './frame-parser.ts';
+import { AppPings } from './app-pings.ts';
 import { inPiece, voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW } from './frame-types.ts';
+import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, MAX_WINDOW } from './frame-types.ts';
 import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
@@ -36,6 +38,8 @@ export interface ClientWriterHost {
 export class ClientWriter {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   upstreamSpoke = false;
+  /** The app's PINGs to the client awaiting the client's ACK. */
+  readonly pings = new AppPings();
   /**
    * Frames waiting for the upstream's bytes to reach a frame boundary; a header
    * block is encoded only when written (`() => Buffer`), so that it knows whether
@@ -169,8 +173,9 @@ export class ClientWriter {
     if (stream) stream.clientWindow -= length;
   }
 
-  /** The client's WINDOW_UPDATE on stream 0. */
+  /** The client's WINDOW_UPDATE on stream 0; one that takes the window past 2^31-1 ends the connection (RFC 9113 §6.9.1). */
   connectionUpdate(increment: number): void {
+    if (this.connWindow + increment > MAX_WINDOW) throw new FrameError(Http2Error.FLOW_CONTROL_ERROR, 'connection window raised past 2^31-1 (RFC 9113 §6.9.1)');
     this.connWindow += increment;
   }
 
