@@ -12,7 +12,7 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { FrameError, type FrameParser } from './frame-parser.ts';
 import { AppPings } from './app-pings.ts';
 import { inPiece, voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, MAX_WINDOW } from './frame-types.ts';
+import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, FrameType, MAX_WINDOW } from './frame-types.ts';
 import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
@@ -96,12 +96,26 @@ export class ClientWriter {
   flush(): void {
     const frames = this.waiting;
     this.waiting = [];
-    for (const f of frames) this.down.write(typeof f === 'function' ? f() : f);
+    for (const f of frames) this.write(typeof f === 'function' ? f() : f);
   }
 
-  /** Writes a frame now, where the caller knows one may be added. */
+  /** Writes a frame (or a run of whole frames) now, where the caller knows one may be added. */
   write(f: Buffer): void {
+    this.spend(f);
     this.down.write(f);
+  }
+
+  /**
+   * The relay's own DATA (a local answer's body) takes from the client's connection
+   * window like any: counted, so that the window the relay keeps is the client's,
+   * and a WINDOW_UPDATE past 2^31-1 (connectionUpdate) is one in truth.
+   */
+  private spend(frames: Buffer): void {
+    for (let at = 0; at + FRAME_HEADER_LENGTH <= frames.length; ) {
+      const length = frames.readUIntBE(at, 3);
+      if (frames[at + 3] === FrameType.DATA) this.connWindow -= length;
+      at += FRAME_HEADER_LENGTH + length;
+    }
   }
 
   cork(): void {
