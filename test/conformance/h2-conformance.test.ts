@@ -292,6 +292,21 @@ for (const plane of ['relay', 'terminate'] as const) {
       });
     });
 
+    describe('7 error codes', () => {
+      it(`a GOAWAY with an unknown code, then a PING: ${plane === 'relay' ? 'the PING is acknowledged' : 'Node ends the connection'}`, async () => {
+        const c = await h2Raw(sc.port);
+        const goaway = Buffer.alloc(8);
+        goaway.writeUInt32BE(0xff, 4);
+        const expected = Buffer.from('rpcscope', 'latin1');
+        // The client's GOAWAY makes a node:http2 app close its connection: the relay carries the client's on, and answers what the app left unanswered.
+        send(c, frame(FRAME.GOAWAY, 0, 0, goaway), frame(FRAME.PING, 0, 0, expected));
+        // Node's HTTP/2 core ends its session on a GOAWAY of any code but NO_ERROR, the PING unanswered (docs/conformance.md).
+        if (plane === 'terminate') return connectionError(c, H2_ERROR.NO_ERROR);
+        const ack = await eventually(() => framesOf(c).find((f) => f.type === FRAME.PING && f.flags & FLAG.ACK), 'the PING’s ACK', ANSWER_MS);
+        assert.deepEqual(ack.payload, expected);
+      });
+    });
+
     describe('6.9 WINDOW_UPDATE', () => {
       it('an increment of 0 on the connection: GOAWAY PROTOCOL_ERROR', async () => {
         const c = await h2Raw(sc.port);

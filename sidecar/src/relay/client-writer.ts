@@ -10,10 +10,10 @@
 import type net from 'node:net';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { FrameError, type FrameParser } from './frame-parser.ts';
-import { AppPings } from './app-pings.ts';
 import { inPiece, voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, FrameType, MAX_WINDOW } from './frame-types.ts';
-import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock } from './frame-writer.ts';
+import { PingLedger } from './ping-ledger.ts';
+import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, MAX_WINDOW } from './frame-types.ts';
+import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock, frame } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
 
@@ -39,7 +39,9 @@ export class ClientWriter {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   upstreamSpoke = false;
   /** The app's PINGs to the client awaiting the client's ACK. */
-  readonly pings = new AppPings();
+  readonly appPings = new PingLedger();
+  /** The client's PINGs to the app awaiting the app's ACK. */
+  readonly clientPings = new PingLedger();
   /**
    * Frames waiting for the upstream's bytes to reach a frame boundary; a header
    * block is encoded only when written (`() => Buffer`), so that it knows whether
@@ -210,9 +212,20 @@ export class ClientWriter {
     }
   }
 
-  /** The upstream that kept the connection's window is gone: nothing is owed to it, and the relay keeps the window. */
-  forgive(): void {
+  /**
+   * The upstream that kept the connection is gone: nothing is owed to it, the
+   * relay keeps the window, and it acknowledges the client's PINGs the upstream
+   * left unanswered (RFC 9113 §6.7), as it does every PING from now on.
+   */
+  takeOver(): void {
     this.debt = 0;
+    for (const opaque of this.clientPings.drain()) this.write(frame(FrameType.PING, Flag.ACK, 0, opaque));
+  }
+
+  /** The client's PING: acknowledged now where no upstream keeps the connection (`answer`), else awaiting the app's ACK. */
+  clientPing(opaque: Buffer, answer: boolean): void {
+    if (answer) this.send(frame(FrameType.PING, Flag.ACK, 0, opaque));
+    else this.clientPings.sent(opaque);
   }
 
   /** Octets of DATA on `stream` the client's windows take now, in one frame. */

@@ -389,10 +389,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
       },
       ping: (flags, payload) => {
         // The ACK of the relay's own keepalive PING, or of none: the upstream never sent that PING, so the ACK is taken
-        // out (a frame of an unused type in its place; one split across reads goes on) and ignored (§6.7, app-pings.ts).
-        if (flags & Flag.ACK && (this.keepalive.acked(payload) || !this.writer.pings.acked(payload))) return void voidFrame(payload, this.clientPiece);
-        // No upstream to answer it: the relay does (RFC 9113 §6.7).
-        if (this.phase === 'detached' && !(flags & Flag.ACK)) this.writer.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+        // out (a frame of an unused type in its place; one split across reads goes on) and ignored (§6.7, ping-ledger.ts).
+        if (flags & Flag.ACK && (this.keepalive.acked(payload) || !this.writer.appPings.acked(payload))) return void voidFrame(payload, this.clientPiece);
+        if (!(flags & Flag.ACK)) this.writer.clientPing(payload, this.phase === 'detached');
       },
       other: () => {},
     };
@@ -479,7 +478,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         }
       },
       windowUpdate: () => {},
-      ping: (flags, payload) => void (flags & Flag.ACK || this.writer.pings.sent(payload)),
+      ping: (flags, payload) => void (flags & Flag.ACK ? this.writer.clientPings.acked(payload) : this.writer.appPings.sent(payload)),
       other: () => {},
     };
   }
@@ -547,7 +546,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.enter('detached');
     // Reading may have waited for the upstream's socket to drain, which it never will now.
     this.down.resume();
-    this.writer.forgive();
+    this.writer.takeOver();
     const lost = { side: 'upstream' as const, code: CONNECTION_CLOSED };
     this.writer.cork();
     this.writer.flush();
