@@ -21,6 +21,8 @@ import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
+import { GOAWAY_FOR_NGHTTP2_ERROR } from './nghttp2-errors.ts';
+import { goawayFrame } from '../relay/frame-writer.ts';
 import { keepNodeSessionAlive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from '../h2/header-list-size.ts';
 import { nodeHttp2, nodeTls } from '../builtins.ts';
@@ -144,7 +146,9 @@ export class ProxyListener {
       const timedOut = (): void => ctx.faults.connectionTerminated('first_byte_timeout');
       // noDelay on both servers: an HTTP/1.1 answer goes out as head then body, and with Nagle's
       // algorithm the body waits for the client's delayed ACK, ~40 ms on every keep-alive call.
-      this.server = net.createServer({ noDelay: true }, (socket) => sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy()), firstByteTimeoutMs, timedOut));
+      this.server = net.createServer({ noDelay: true }, (socket) =>
+        sniffHttpVersion(socket, (h2) => this.contain(() => this.hand(socket, h2), () => socket.destroy()), firstByteTimeoutMs, timedOut, () => this.wrongPreface(socket)),
+      );
     }
     // --max-connections: past it Node closes a new connection as it accepts it, before
     // reading a byte or making anything for it (net.Server's maxConnections, which
@@ -202,6 +206,21 @@ export class ProxyListener {
     if ((socket as Tracked)[REFUSED]) return void socket.destroy();
     this.ctx.faults.connectionTerminated('bad_request');
     this.answerAndClose(socket, status, headers);
+  }
+
+  /**
+   * An HTTP/2 client's invalid connection preface (RFC 9113 §3.4): a connection
+   * error PROTOCOL_ERROR, on both data planes. Its GOAWAY, which §3.4 lets an
+   * endpoint omit, tells the client why; then the connection closes.
+   */
+  private wrongPreface(socket: net.Socket): void {
+    this.ctx.faults.connectionTerminated('protocol_error');
+    this.ctx.observer.goaway('proxy', Http2Error.PROTOCOL_ERROR);
+    this.ctx.log.debug('invalid HTTP/2 connection preface; connection closed', { peer: `${socket.remoteAddress}:${socket.remotePort}` });
+    socket.end(goawayFrame(0, Http2Error.PROTOCOL_ERROR));
+    // What the client still sends is read and dropped: closing on unread bytes would reset the connection, GOAWAY and all.
+    socket.resume();
+    setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
   }
 
   private answerAndClose(socket: Duplex, status: string, headers = ''): void {
@@ -478,8 +497,9 @@ export class ProxyListener {
         if (reason) {
           (session as Cut)[ENDED_FOR] = reason;
           code = GOAWAY_FOR[reason];
-          if (code !== undefined) this.ctx.observer.goaway('proxy', code);
         }
+        if (code === undefined && err.errno !== undefined) code = GOAWAY_FOR_NGHTTP2_ERROR.get(err.errno);
+        if (code !== undefined) this.ctx.observer.goaway('proxy', code);
       }
       destroy(err, code);
     };

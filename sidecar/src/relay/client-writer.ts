@@ -8,10 +8,12 @@
 // the upstream still keeps it is a debt, repaid from the client's next
 // WINDOW_UPDATEs before they reach the upstream.
 import type net from 'node:net';
-import type { FrameParser } from './frame-parser.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { FrameError, type FrameParser } from './frame-parser.ts';
 import { inPiece, voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW } from '../h2/frame-types.ts';
-import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock } from './frame-writer.ts';
+import { PingLedger } from './ping-ledger.ts';
+import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, MAX_WINDOW } from '../h2/frame-types.ts';
+import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock, frame } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
 
@@ -36,6 +38,10 @@ export interface ClientWriterHost {
 export class ClientWriter {
   /** The upstream's SETTINGS went through: the server preface the client must read first (RFC 9113 §3.4). */
   upstreamSpoke = false;
+  /** The app's PINGs to the client awaiting the client's ACK. */
+  readonly appPings = new PingLedger();
+  /** The client's PINGs to the app awaiting the app's ACK. */
+  readonly clientPings = new PingLedger();
   /**
    * Frames waiting for the upstream's bytes to reach a frame boundary; a header
    * block is encoded only when written (`() => Buffer`), so that it knows whether
@@ -92,12 +98,26 @@ export class ClientWriter {
   flush(): void {
     const frames = this.waiting;
     this.waiting = [];
-    for (const f of frames) this.down.write(typeof f === 'function' ? f() : f);
+    for (const f of frames) this.write(typeof f === 'function' ? f() : f);
   }
 
-  /** Writes a frame now, where the caller knows one may be added. */
+  /** Writes a frame (or a run of whole frames) now, where the caller knows one may be added. */
   write(f: Buffer): void {
+    this.spend(f);
     this.down.write(f);
+  }
+
+  /**
+   * The relay's own DATA (a local answer's body) takes from the client's connection
+   * window like any: counted, so that the window the relay keeps is the client's,
+   * and a WINDOW_UPDATE past 2^31-1 (connectionUpdate) is one in truth.
+   */
+  private spend(frames: Buffer): void {
+    for (let at = 0; at + FRAME_HEADER_LENGTH <= frames.length; ) {
+      const length = frames.readUIntBE(at, 3);
+      if (frames[at + 3] === FrameType.DATA) this.connWindow -= length;
+      at += FRAME_HEADER_LENGTH + length;
+    }
   }
 
   cork(): void {
@@ -169,8 +189,9 @@ export class ClientWriter {
     if (stream) stream.clientWindow -= length;
   }
 
-  /** The client's WINDOW_UPDATE on stream 0. */
+  /** The client's WINDOW_UPDATE on stream 0; one that takes the window past 2^31-1 ends the connection (RFC 9113 §6.9.1). */
   connectionUpdate(increment: number): void {
+    if (this.connWindow + increment > MAX_WINDOW) throw new FrameError(Http2Error.FLOW_CONTROL_ERROR, 'connection window raised past 2^31-1 (RFC 9113 §6.9.1)');
     this.connWindow += increment;
   }
 
@@ -191,9 +212,20 @@ export class ClientWriter {
     }
   }
 
-  /** The upstream that kept the connection's window is gone: nothing is owed to it, and the relay keeps the window. */
-  forgive(): void {
+  /**
+   * The upstream that kept the connection is gone: nothing is owed to it, the
+   * relay keeps the window, and it acknowledges the client's PINGs the upstream
+   * left unanswered (RFC 9113 §6.7), as it does every PING from now on.
+   */
+  takeOver(): void {
     this.debt = 0;
+    for (const opaque of this.clientPings.drain()) this.write(frame(FrameType.PING, Flag.ACK, 0, opaque));
+  }
+
+  /** The client's PING: acknowledged now where no upstream keeps the connection (`answer`), else awaiting the app's ACK. */
+  clientPing(opaque: Buffer, answer: boolean): void {
+    if (answer) this.send(frame(FrameType.PING, Flag.ACK, 0, opaque));
+    else this.clientPings.sent(opaque);
   }
 
   /** Octets of DATA on `stream` the client's windows take now, in one frame. */

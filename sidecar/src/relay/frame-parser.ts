@@ -57,6 +57,31 @@ function invalidSetting(id: number, value: number): FrameError | undefined {
   if (id === Setting.MAX_FRAME_SIZE && (value < DEFAULT_MAX_FRAME_SIZE || value > LARGEST_FRAME_SIZE)) return new FrameError(PROTOCOL_ERROR, `SETTINGS_MAX_FRAME_SIZE ${value} outside 2^14 to 2^24-1 (RFC 9113 §6.5.2)`);
   return undefined;
 }
+// The frame errors the relay raises itself, whatever app is behind it (Node's
+// HTTP/2 core, under many apps, answers them GOAWAY INTERNAL_ERROR). Each ends
+// the connection (GOAWAY, then close): where RFC 9113 names a stream error,
+// §5.4.1 lets an endpoint end the connection instead, and the frame then never
+// reaches the app as if it were valid. Stream states: stream-states.ts.
+//
+// | frame                                            | error                 | RFC 9113 |
+// |--------------------------------------------------|-----------------------|----------|
+// | larger than the receiver's SETTINGS_MAX_FRAME_SIZE | FRAME_SIZE_ERROR    | §4.2     |
+// | PRIORITY on stream 0                             | PROTOCOL_ERROR        | §6.3     |
+// | HEADERS or PRIORITY depending on its own stream  | PROTOCOL_ERROR        | §5.3.1   |
+// | WINDOW_UPDATE with an increment of 0             | PROTOCOL_ERROR        | §6.9     |
+// | a forbidden SETTINGS value                       | see invalidSetting    | §6.5.2   |
+// | a WINDOW_UPDATE raising the client's connection window past 2^31-1 | FLOW_CONTROL_ERROR (client-writer.ts) | §6.9.1 |
+//
+// https://www.rfc-editor.org/rfc/rfc9113#section-4.2, #section-5.3.1, #section-6.3, #section-6.9
+
+/** PRIORITY's payload, and the priority fields a HEADERS frame may lead with: a stream dependency and a weight (§6.3). */
+const PRIORITY_LENGTH = 5;
+
+/** A stream cannot depend on itself (§5.3.1): `p` holds the dependency at `at`. */
+function selfDependency(streamId: number, p: Buffer, at: number): void {
+  if ((p.readUInt32BE(at) & 0x7fffffff) === streamId) throw new FrameError(PROTOCOL_ERROR, `stream ${streamId} depends on itself (RFC 9113 §5.3.1)`);
+}
+
 /** A setting's value in a SETTINGS payload (the last one wins, RFC 9113 §6.5.3), or undefined. */
 export function settingValue(payload: Buffer, id: number): number | undefined {
   let value: number | undefined;
@@ -76,7 +101,7 @@ const enum Phase {
   DataPadLength,
   Data,
   DataPadding,
-  /** Skipping a payload nobody reads (PRIORITY, PING, WINDOW_UPDATE, unknown). */
+  /** Skipping a payload nobody reads (unknown types, a PRIORITY of the wrong length). */
   Skip,
   Failed,
 }
@@ -289,6 +314,13 @@ export class FrameParser {
       case FrameType.PING:
         if (length !== 8) throw new FrameError(FRAME_SIZE_ERROR, 'PING length is not 8');
         return this.readWhole(length);
+      case FrameType.PRIORITY:
+        if (streamId === 0) throw new FrameError(PROTOCOL_ERROR, 'PRIORITY on stream 0 (RFC 9113 §6.3)');
+        // Of another length it is a stream error (§6.3): skipped, and the receiver resets the stream.
+        if (length === PRIORITY_LENGTH) return this.readWhole(length);
+        this.phase = Phase.Skip;
+        if (length === 0) this.endSkip();
+        return;
       default:
         this.phase = Phase.Skip;
         if (length === 0) this.endSkip();
@@ -345,7 +377,11 @@ export class FrameParser {
           if (end - start < 4) throw new FrameError(FRAME_SIZE_ERROR, 'PUSH_PROMISE without its promised stream');
           promised = p.readUInt32BE(start) & 0x7fffffff;
           start += 4;
-        } else if (flags & Flag.PRIORITY) start += 5;
+        } else if (flags & Flag.PRIORITY) {
+          if (end - start < PRIORITY_LENGTH) throw new FrameError(FRAME_SIZE_ERROR, 'HEADERS without its priority fields');
+          selfDependency(streamId, p, start);
+          start += PRIORITY_LENGTH;
+        }
         if (end < start) throw new FrameError(PROTOCOL_ERROR, 'padding longer than the frame');
         this.blockFlags = flags;
         this.blockPromised = promised;
@@ -366,8 +402,14 @@ export class FrameParser {
       case FrameType.GOAWAY:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'GOAWAY on a stream');
         return this.sink.goaway(p.readUInt32BE(0) & 0x7fffffff, p.readUInt32BE(4), p);
-      case FrameType.WINDOW_UPDATE:
-        return this.sink.windowUpdate(streamId, p.readUInt32BE(0) & 0x7fffffff, p);
+      case FrameType.WINDOW_UPDATE: {
+        const increment = p.readUInt32BE(0) & 0x7fffffff;
+        if (increment === 0) throw new FrameError(PROTOCOL_ERROR, `WINDOW_UPDATE of 0 on stream ${streamId} (RFC 9113 §6.9)`);
+        return this.sink.windowUpdate(streamId, increment, p);
+      }
+      case FrameType.PRIORITY:
+        selfDependency(streamId, p, 0);
+        return this.sink.other(type, flags, streamId, p.length);
       case FrameType.PING:
         if (streamId !== 0) throw new FrameError(PROTOCOL_ERROR, 'PING on a stream');
         return this.sink.ping(flags, p);

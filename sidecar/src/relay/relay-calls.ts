@@ -8,6 +8,7 @@ import type { ConnectionRecord } from '../observe/observer.ts';
 import { RETRY_BODY_LIMIT } from '../proxy/upstream-retries.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
+import { ClientStreamStates } from './stream-states.ts';
 
 /**
  * Streams relayed at once on one connection, whatever the app allows: the
@@ -37,6 +38,9 @@ export class RelayCalls {
    * @param upConn the upstream connection's record, which counts the calls
    * @param idle the last call open ended
    */
+  /** What is known of the client's streams around the open calls: the last it opened, those it skipped, those it ended. */
+  readonly states = new ClientStreamStates();
+
   constructor(private readonly upConn: ConnectionRecord, private readonly idle: () => void) {}
 
   /** Why a new call whose header list is `headerBytes` octets is refused, if it is. */
@@ -88,6 +92,7 @@ export class RelayCalls {
   end(id: number, stream: RelayStream, reset?: Reset): void {
     if (this.streams.get(id) !== stream) return;
     this.streams.delete(id);
+    if (stream.requestEnded || reset?.side === 'client') this.states.clientEnded(id);
     this.retained -= stream.headerBytes + (stream.body ? stream.bodyBytes : 0);
     this.upConn.active--;
     const { detour } = stream;

@@ -99,7 +99,6 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private readonly toUpstream: UpstreamWriter;
   private readonly detour: RelayDetour;
   private readonly endings: LocalEndings;
-  private lastClientStream = 0;
   /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
   private clientSettings = 0;
   private goawaySent = false;
@@ -261,17 +260,16 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         }
         const existing = this.streams.get(id);
         if (existing) {
-          // Request trailers.
+          // Request trailers, unless the request was over.
+          if (existing.requestEnded) this.calls.states.afterEnd(id, 'HEADERS');
           this.toUpstream.rewrite(id, flags, block, list, undefined);
           if (this.requestHpack.overflowed) return this.endings.refuseTrailers(id, existing);
           if (flags & Flag.END_STREAM) this.calls.requestComplete(id, existing);
           return;
         }
-        // A stream already over: nothing to count.
-        if (id <= this.lastClientStream) return void this.toUpstream.rewrite(id, flags, block, list, undefined);
+        // A stream already over, whose late frames the app ignores: nothing to count (stream-states.ts).
+        if (!this.calls.states.opening(id)) return void this.toUpstream.rewrite(id, flags, block, list, undefined);
         if (id > this.refuseAbove || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
-        if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream');
-        this.lastClientStream = id;
         // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
         if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
         // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
@@ -304,6 +302,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
       },
       data: (id, chunk, flags, last) => {
         const stream = this.streams.get(id);
+        this.calls.states.data(id, stream);
         // What of the frame is not data (its padding, §6.1) counts against the windows too.
         this.clientFrameData += chunk.length;
         const padding = last ? this.fromClient.frameLength - this.clientFrameData : 0;
@@ -328,7 +327,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
       },
       rstStream: (id, code) => {
         const stream = this.streams.get(id);
-        if (!stream) return;
+        if (!stream) return this.calls.states.control(id, 'RST_STREAM');
         if (stream.via && !stream.via.closed) stream.via.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
         // Once the response is whole, a reset only stops the request side (RFC 9113 §8.1).
         if (stream.responseEnded) return this.calls.end(id, stream);
@@ -360,16 +359,16 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         } else {
           const stream = this.streams.get(id);
           if (stream) stream.clientWindow += increment;
+          else this.calls.states.control(id, 'WINDOW_UPDATE');
         }
         if (this.writer.holding) this.writeHeldThenClose();
         if (this.detour.busy) this.detour.flushOut();
       },
       ping: (flags, payload) => {
-        // The ACK of the relay's own keepalive PING: the upstream never sent that PING, so the ACK is taken out
-        // (a frame of an unused type in its place); one split across reads goes on, and the app ignores it (§6.7).
-        if (flags & Flag.ACK && this.keepalive.acked(payload)) return void voidFrame(payload, this.clientPiece);
-        // No upstream to answer it: the relay does (RFC 9113 §6.7).
-        if (this.phase === 'detached' && !(flags & Flag.ACK)) this.writer.send(frame(FrameType.PING, Flag.ACK, 0, payload));
+        // The ACK of the relay's own keepalive PING, or of none: the upstream never sent that PING, so the ACK is taken
+        // out (a frame of an unused type in its place; one split across reads goes on) and ignored (§6.7, ping-ledger.ts).
+        if (flags & Flag.ACK && (this.keepalive.acked(payload) || !this.writer.appPings.acked(payload))) return void voidFrame(payload, this.clientPiece);
+        if (!(flags & Flag.ACK)) this.writer.clientPing(payload, this.phase === 'detached');
       },
       other: () => {},
     };
@@ -456,7 +455,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         }
       },
       windowUpdate: () => {},
-      ping: () => {},
+      ping: (flags, payload) => void (flags & Flag.ACK ? this.writer.clientPings.acked(payload) : this.writer.appPings.sent(payload)),
       other: () => {},
     };
   }
@@ -497,7 +496,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
       if (this.phase !== 'local') return;
       this.goawaySent = true;
       this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-      this.writer.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+      this.writer.write(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
       this.enter('closed');
       this.lingeringClose();
     }, LOCAL_ANSWER_MS).unref();
@@ -524,7 +523,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.enter('detached');
     // Reading may have waited for the upstream's socket to drain, which it never will now.
     this.down.resume();
-    this.writer.forgive();
+    this.writer.takeOver();
     const lost = { side: 'upstream' as const, code: CONNECTION_CLOSED };
     this.writer.cork();
     this.writer.flush();
@@ -543,7 +542,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.ctx.observer.goaway('proxy', code);
     this.ctx.log.warn(message, { peer: this.conn.peer });
     this.ending = { side: 'client', code: Http2Error.CANCEL };
-    if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.lastClientStream, code)]);
+    if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
     this.goawaySent = true;
     this.close();
   }
@@ -559,7 +558,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
       this.ctx.faults.connectionTerminated('protocol_error');
       const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
       this.ctx.observer.goaway('proxy', code);
-      if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.lastClientStream, code)]);
+      if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
       this.ending = { side: 'client', code: Http2Error.CANCEL };
     } else {
       this.ending = { side: 'upstream', code: Http2Error.PROTOCOL_ERROR };
@@ -585,7 +584,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     // Cut in the middle of a frame (or before it spoke): nothing can be added, and the
     // calls still in flight read as resets.
     const last = [...this.streams.keys()].map((id) => rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
-    if (!this.goawaySent) last.push(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+    if (!this.goawaySent) last.push(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
     this.writer.sendLast(last);
     this.enter('closed');
     this.finish();
@@ -609,7 +608,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     if (!this.goawaySent) {
       this.goawaySent = true;
       this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-      this.writer.write(goawayFrame(this.lastClientStream, Http2Error.NO_ERROR));
+      this.writer.write(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
     }
     this.writer.writeHeld();
     this.writer.uncork();
@@ -673,7 +672,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.writer.send(goawayFrame(MAX_STREAM_ID, Http2Error.NO_ERROR));
     setTimeout(() => {
       if (this.phase !== 'open' && this.phase !== 'detached') return;
-      this.refuseAbove = this.lastClientStream;
+      this.refuseAbove = this.calls.states.last;
       this.draining = true;
       this.writer.send(goawayFrame(this.refuseAbove, Http2Error.NO_ERROR));
       if (this.streams.size === 0) setImmediate(() => this.streams.size === 0 && this.close());

@@ -190,6 +190,26 @@ describe('frame parser', () => {
     }
   });
 
+  it('ends the connection on PRIORITY on stream 0, a stream depending on itself, and a WINDOW_UPDATE of 0 (RFC 9113 §6.3, §5.3.1, §6.9)', () => {
+    const dependency = (on: number): Buffer => Buffer.from([0, 0, 0, on, 15]);
+    const increment = (n: number): Buffer => Buffer.from([0, 0, 0, n]);
+    for (const [what, bytes, code] of [
+      ['PRIORITY on stream 0', frame(FrameType.PRIORITY, 0, 0, dependency(1)), 0x1],
+      ['PRIORITY depending on itself', frame(FrameType.PRIORITY, 0, 3, dependency(3)), 0x1],
+      ['HEADERS depending on itself', frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.PRIORITY, 3, Buffer.concat([dependency(3), Buffer.from([0x82])])), 0x1],
+      ['HEADERS too short for its priority fields', frame(FrameType.HEADERS, Flag.END_HEADERS | Flag.PRIORITY, 3, Buffer.from([0, 0])), 0x6],
+      ['WINDOW_UPDATE of 0 on the connection', frame(FrameType.WINDOW_UPDATE, 0, 0, increment(0)), 0x1],
+      ['WINDOW_UPDATE of 0 on a stream', frame(FrameType.WINDOW_UPDATE, 0, 1, increment(0)), 0x1],
+    ] as const) {
+      assert.throws(() => new FrameParser(recorder().sink, false).push(bytes), (err: FrameError) => err.h2Code === code, what);
+    }
+    // A PRIORITY on another stream is read and reported; one of the wrong length is left to the receiver's stream error.
+    const { sink, events } = recorder();
+    const p = new FrameParser(sink, false);
+    p.push(Buffer.concat([frame(FrameType.PRIORITY, 0, 3, dependency(1)), frame(FrameType.PRIORITY, 0, 5, Buffer.alloc(4))]));
+    assert.deepEqual(events, [['other', FrameType.PRIORITY, 0, 3, 5], ['other', FrameType.PRIORITY, 0, 5, 4]]);
+  });
+
   it('caps a header block spread over CONTINUATIONs', () => {
     const p = new FrameParser(recorder().sink, false, 1024);
     p.push(frame(FrameType.HEADERS, 0, 1, Buffer.alloc(600, 0x82)));
