@@ -190,14 +190,31 @@ export class MetricsHistory {
     return this.snapshots.at(-1)?.atMs ?? 0;
   }
 
-  /** The newest snapshot taken at or before `atMs`; the first one when none is. */
+  /**
+   * The snapshot taken nearest `atMs` (the first one when none is earlier).
+   * The ticks scrape just after each whole second, so "at or before" would
+   * read a window a second early.
+   */
   private at(atMs: number): Snapshot | undefined {
     let found: Snapshot | undefined;
     for (const s of this.snapshots) {
-      if (s.atMs > atMs) break;
+      if (s.atMs > atMs) {
+        if (found === undefined || s.atMs - atMs < atMs - found.atMs) found = s;
+        break;
+      }
       found = s;
     }
-    return found ?? this.snapshots[0];
+    return found;
+  }
+
+  /**
+   * The times of the two readings `increase` takes for [from, to] (the start
+   * 0 when `from` is before the first): a count to compare with ours must be
+   * taken over this span, not the asked one, which the readings straddle.
+   */
+  spanOf(fromMs: number, toMs: number): [number, number] {
+    const start = fromMs < (this.snapshots[0]?.atMs ?? 0) ? 0 : (this.at(fromMs)?.atMs ?? 0);
+    return [start, this.at(toMs)?.atMs ?? 0];
   }
 
   /**

@@ -34,8 +34,12 @@ export function protocolRows(h: MetricsHistory, fromMs: number, toMs: number): P
   const errors = h.increase('rpcscope_calls_total', { ...INBOUND, code: (c) => c !== 'OK' }, fromMs, toMs, by);
   const p50 = h.quantile(0.5, 'rpcscope_call_duration_seconds', INBOUND, fromMs, toMs, by);
   const p99 = h.quantile(0.99, 'rpcscope_call_duration_seconds', INBOUND, fromMs, toMs, by);
-  // The mean size per call, as the contract gives it at every detail level (bytes over calls).
+  // The mean size of an answer, from what the contract gives at every detail
+  // level: bytes over the calls that got one. A call its client gave up on
+  // (cancelled, or past its deadline) carries none, and on a loaded machine
+  // such calls would pull every protocol's mean down by their share.
   const bytes = h.increase('rpcscope_call_bytes_total', { ...INBOUND, flow: 'response' }, fromMs, toMs, by);
+  const unanswered = h.increase('rpcscope_calls_total', { ...INBOUND, code: (c) => c === 'CANCELLED' || c === 'DEADLINE_EXCEEDED' }, fromMs, toMs, by);
   const seconds = Math.max(1, (toMs - fromMs) / 1000);
   const rows: ProtocolRow[] = [];
   for (const [key, n] of Object.entries(calls)) {
@@ -49,7 +53,7 @@ export function protocolRows(h: MetricsHistory, fromMs: number, toMs: number): P
       p99: p99[key] ?? NaN,
       rate: n / seconds,
       errorRatio: (errors[key] ?? 0) / n,
-      responseBytes: (bytes[key] ?? 0) / n,
+      responseBytes: (bytes[key] ?? 0) / Math.max(1, n - (unanswered[key] ?? 0)),
     });
   }
   const perOperation = new Map<string, number>();

@@ -92,6 +92,10 @@ export function summarize(i: SummaryInput): StorySummary {
   const [a0, a1] = abs(afterWindow);
   const before = podFigures(h, i.pods, b0, b1);
   const after = podFigures(h, i.pods, a0, Math.min(a1, end));
+  // The script's own counts over the spans the sidecars' readings cover.
+  const rel = ([from, to]: [number, number]): [number, number] => [from - startedMs, to - startedMs];
+  const beforeRead = rel(h.spanOf(b0, b1));
+  const afterRead = rel(h.spanOf(a0, Math.min(a1, end)));
   const rows = protocolRows(h, startedMs, end);
   const edges = edgeFigures(h, startedMs, end, i.pods);
   // Outside the rollout: while a pod's sidecar restarts it is out of service
@@ -150,8 +154,8 @@ export function summarize(i: SummaryInput): StorySummary {
     script: {
       comparison: scriptComparison,
       pinnedPod: scriptPinned,
-      skewBefore: maxOverMean(Object.values(callsPerPod(tallies, i.pods, timeline.before))),
-      skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, afterWindow))),
+      skewBefore: maxOverMean(Object.values(callsPerPod(tallies, i.pods, beforeRead))),
+      skewAfter: maxOverMean(Object.values(callsPerPod(tallies, i.pods, afterRead))),
       balancedSkew: maxOverMean(Object.values(callsPerPod(scriptSteady, i.pods, [0, Infinity], 'backoffice'))),
       deadlineMisses: tallies.filter((t) => t.deadline && t.code === 'DEADLINE_EXCEEDED').length,
       cancelledStreams: tallies.filter((t) => t.scenario === 'watch-cancel').length,

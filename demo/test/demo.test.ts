@@ -1,4 +1,4 @@
-// `npm run demo -- --duration 20 --no-ui`, run as a user runs it: the summary's
+// `npm run demo -- --duration 25 --no-ui`, run as a user runs it: the summary's
 // figures, read from the sidecars' /metrics, against the traffic script's own
 // tallies of every call; and nothing left running once it has exited.
 import assert from 'node:assert/strict';
@@ -35,7 +35,9 @@ const mark = `RPCSCOPE_DEMO_TEST=${randomUUID()}`;
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rpcscope-demo-'));
   const json = join(dir, 'summary.json');
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--duration', '20', '--no-ui', '--no-page', '--summary-json', json], {
+  // 25 s: the rollout of three sidecars took up to 9 s on a loaded 2-core machine,
+  // and the healed stretch after it must still hold a few seconds of calls.
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--duration', '25', '--no-ui', '--no-page', '--summary-json', json], {
     env: { ...process.env, [mark.split('=')[0]!]: mark.split('=')[1]! },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
