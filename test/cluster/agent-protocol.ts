@@ -26,6 +26,8 @@ export interface CallTally {
   pod: string;
   start: number;
   end: number;
+  /** A failed call's status message or socket error, for a failing test to say why. */
+  detail?: string;
 }
 
 export type AgentRequest =

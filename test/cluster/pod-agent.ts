@@ -73,16 +73,16 @@ function clientFor(key: string, target: string): OrderClient {
   return c;
 }
 
-function restCall(target: string, id: string, deadlineMs: number, delayMs: number | undefined): Promise<{ code: string; pod: string }> {
+function restCall(target: string, id: string, deadlineMs: number, delayMs: number | undefined): Promise<{ code: string; pod: string; detail?: string }> {
   return new Promise((resolve) => {
     const headers: Record<string, string> = delayMs === undefined ? {} : { 'x-delay-ms': String(delayMs) };
     const req = http.request(`http://${target}/v1/orders/${id}`, { agent: restAgent, headers, timeout: deadlineMs }, (res) => {
       res.resume();
       res.on('end', () => resolve({ code: String(res.statusCode), pod: String(res.headers['x-pod'] ?? '') }));
-      res.on('error', () => resolve({ code: 'RESET', pod: '' }));
+      res.on('error', (err) => resolve({ code: 'RESET', pod: '', detail: err.message }));
     });
     req.on('timeout', () => req.destroy(new Error('deadline')));
-    req.on('error', (err) => resolve({ code: err.message === 'deadline' ? 'DEADLINE_EXCEEDED' : 'RESET', pod: '' }));
+    req.on('error', (err) => resolve({ code: err.message === 'deadline' ? 'DEADLINE_EXCEEDED' : 'RESET', pod: '', detail: err.message }));
     req.end();
   });
 }
@@ -109,7 +109,7 @@ async function load(spec: LoadSpec): Promise<CallTally[]> {
         spec.protocol === 'rest'
           ? await restCall(spec.target, id, deadlineMs, spec.delayMs)
           : await client!.getOrder(id, { deadlineMs, ...(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }) });
-      tally.push({ n, worker: w, code: r.code, pod: r.pod, start, end: Date.now() });
+      tally.push({ n, worker: w, code: r.code, pod: r.pod, start, end: Date.now(), ...(r.detail === undefined ? {} : { detail: r.detail }) });
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));

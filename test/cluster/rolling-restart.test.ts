@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, SERVICE, type OutboundSidecar } from './cluster.ts';
 import { reportFigure } from '../support/reliability-figures.ts';
 import { namespacesRefused } from './netns.ts';
-import { perCode, perPod } from './tally.ts';
+import { failures, perCode, perPod } from './tally.ts';
 
 const refused = await namespacesRefused();
 if (refused !== undefined) console.log(`# test/cluster skipped: ${refused}`);
@@ -32,11 +32,14 @@ describe('a rolling restart behind a DNAT Service', { skip: refused }, () => {
 
   test('every pod restarted in turn: zero failed calls through the VIP and through the outbound sidecar', { timeout: 120_000 }, async () => {
     const pids = cluster.pods.map((p) => p.sidecar.pid);
+    const loadStarted = Date.now();
     const viaVip = cluster.client.load({ target: `${SERVICE.vip}:${SERVICE.port}`, protocol: 'grpc', calls: 800, concurrency: 4, durationMs: 24_000, delayMs: 20 });
     const viaOutbound = cluster.client.load({ target: outbound.target, protocol: 'grpc', calls: 800, concurrency: 4, durationMs: 24_000, delayMs: 20 });
     await sleep(1500);
     const restarts: string[] = [];
+    const restartTimes: number[] = [];
     for (const pod of cluster.pods) {
+      restartTimes.push(Date.now() - loadStarted);
       const { sidecarExit } = await cluster.restartPod(pod.name, DRAIN_DELAY_MS);
       restarts.push(`${pod.name} exit ${sidecarExit}`);
       await cluster.waitReady(cluster.pods.map((p) => p.name), 15_000);
@@ -47,8 +50,8 @@ describe('a rolling restart behind a DNAT Service', { skip: refused }, () => {
     reportFigure({ section: 'network-faults', scenario, name: 'calls through the Service VIP (one grpc-js connection), per pod', value: `${JSON.stringify(perCode(vip))} ${JSON.stringify(perPod(vip))}` });
     reportFigure({ section: 'network-faults', scenario, name: 'calls through an outbound sidecar (DNS, per call), per pod', value: `${JSON.stringify(perCode(out))} ${JSON.stringify(perPod(out))}` });
     reportFigure({ section: 'network-faults', scenario, name: 'calls lost', value: 2 * 800 - (perCode(vip).OK ?? 0) - (perCode(out).OK ?? 0), unit: 'calls' });
-    assert.deepEqual(perCode(vip), { OK: 800 }, 'through the Service VIP');
-    assert.deepEqual(perCode(out), { OK: 800 }, 'through the outbound sidecar');
+    assert.deepEqual(perCode(vip), { OK: 800 }, `through the Service VIP; failed calls (restarts at ${restartTimes.join(', ')} ms):\n${failures(vip)}`);
+    assert.deepEqual(perCode(out), { OK: 800 }, `through the outbound sidecar; failed calls (restarts at ${restartTimes.join(', ')} ms):\n${failures(out)}`);
     assert.deepEqual(restarts.map((r) => r.split(' exit ')[1]), ['0', '0', '0'], 'each sidecar drained and exited 0');
     assert.ok(cluster.pods.every((p, i) => p.sidecar.pid !== pids[i]), 'every pod was replaced');
     // The VIP's one connection moved with the GOAWAYs: more than one pod answered it.

@@ -19,3 +19,10 @@ export function skew(counts: Record<string, number>, names: readonly string[]): 
   const total = values.reduce((a, b) => a + b, 0);
   return total === 0 ? 0 : Math.max(...values) / (total / values.length);
 }
+
+/** The calls that did not end `ok`, each with when it ran (ms after the first call began) and why, for an assertion's message. */
+export function failures(tally: readonly CallTally[], ok = 'OK'): string {
+  const t0 = Math.min(...tally.map((t) => t.start));
+  const failed = tally.filter((t) => t.code !== ok);
+  return failed.length === 0 ? 'none' : failed.map((t) => `#${t.n} ${t.code} at ${t.start - t0}-${t.end - t0} ms: ${t.detail ?? ''}`).join('\n');
+}

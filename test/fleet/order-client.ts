@@ -15,6 +15,8 @@ export interface CallResult {
   code: string;
   /** The `x-pod` response header: which replica answered, empty when none did. */
   pod: string;
+  /** A failed call's status message, for a test's failure to say why. */
+  detail?: string;
 }
 
 export interface CallOptions {
@@ -47,7 +49,7 @@ export class OrderClient {
         create(GET_ORDER.input, { id }),
         metadata,
         { deadline: Date.now() + (opts.deadlineMs ?? 10_000) },
-        (err) => resolve({ code: err ? (grpc.status[err.code] ?? String(err.code)) : 'OK', pod }),
+        (err) => resolve(err ? { code: grpc.status[err.code] ?? String(err.code), pod, detail: err.details } : { code: 'OK', pod }),
       );
       call.on('metadata', (headers: grpc.Metadata) => {
         pod = String(headers.get('x-pod')[0] ?? '');
