@@ -9,6 +9,7 @@
 import { pollUntil, startFleet, type Fleet } from './fleet.ts';
 import { OrderClient } from './order-client.ts';
 import { startOutboundSidecar, type BalancePolicy } from './outbound-sidecar.ts';
+import { BALANCE_POLICIES } from '../../sidecar/src/config/schema.ts';
 import { clientThroughBalancer, clientThroughOutbound, podSkew, sharesOf, slowMixThroughOutbound } from './scenarios.ts';
 
 const PODS = 3;
@@ -78,7 +79,7 @@ async function outboundScenarios(): Promise<void> {
   const fleet = await startFleet({ pods: PODS });
   const endpoints = fleet.pods.map((p) => p.endpoint);
   try {
-    for (const balance of ['round_robin', 'least_request', 'ewma', 'sticky'] as const satisfies readonly BalancePolicy[]) {
+    for (const balance of BALANCE_POLICIES) {
       const outbound = await startOutboundSidecar({ balance, endpoints });
       try {
         const run = await clientThroughOutbound(fleet, outbound, { calls: CALLS });

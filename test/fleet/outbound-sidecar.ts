@@ -4,8 +4,9 @@ import { parseExposition, sumBy, type Sample } from '../support/metrics-text.ts'
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 import type { Backend } from './tcp-balancer.ts';
 import { backendKey } from './tcp-balancer.ts';
+import type { BalancePolicy } from '../../sidecar/src/config/schema.ts';
 
-export type BalancePolicy = 'round_robin' | 'least_request' | 'ewma' | 'sticky';
+export type { BalancePolicy };
 
 export interface OutboundOptions {
   balance: BalancePolicy;

@@ -11,8 +11,6 @@ export interface Picker {
   connectionClosed?(connectionId: number): void;
 }
 
-export const BALANCE_POLICIES = ['round_robin', 'least_request', 'ewma', 'sticky'] as const;
-export type BalancePolicy = (typeof BALANCE_POLICIES)[number];
 
 /** Two distinct endpoints drawn at random ("power of two choices"). */
 export function twoChoices(usable: readonly Endpoint[], random: () => number): [Endpoint, Endpoint] {

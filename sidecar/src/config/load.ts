@@ -5,7 +5,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } from './parse-value.ts';
-import { SETTINGS, envName, type Flag, type Setting } from './schema.ts';
+import { SETTINGS, envName, type BalancePolicy, type Flag, type Setting } from './schema.ts';
 import type { MetricsDetail } from '../observe/metrics-detail.ts';
 
 export interface Config {
@@ -32,7 +32,7 @@ export interface Config {
   endpoints: HostPort[] | undefined;
   resolveIntervalMs: number;
   dnsServer: HostPort | undefined;
-  balance: 'round_robin' | 'least_request' | 'ewma' | 'sticky';
+  balance: BalancePolicy;
   /** Client connections open at once on the proxy port; 0 means no limit. */
   maxConnections: number;
   /** Each of these three: 0 means no limit. */

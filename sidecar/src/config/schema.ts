@@ -2,6 +2,10 @@
 // The same table drives --help, RPCSCOPE_* environment variables, the YAML file's
 // keys and validation, so a setting cannot exist in one place and not another.
 
+/** How an outbound call picks its endpoint (--balance; balancer/picker.ts builds each). */
+export const BALANCE_POLICIES = ['round_robin', 'least_request', 'ewma', 'sticky'] as const;
+export type BalancePolicy = (typeof BALANCE_POLICIES)[number];
+
 export type Kind =
   | { type: 'hostport' }
   | { type: 'url' }
@@ -45,7 +49,7 @@ export const SETTINGS = [
   { flag: 'resolve-interval', kind: { type: 'duration' }, default: '5s', help: 'outbound: how often the DNS records of --upstream\'s host are asked again' },
   { flag: 'dns-server', kind: { type: 'hostport' }, help: 'outbound: the DNS server to ask (default: the system resolver)' },
   { flag: 'endpoint-series-ttl', kind: { type: 'duration' }, default: '5m', help: 'outbound: how long an endpoint that left (no longer resolved, no connection or call left) keeps its rpcscope_upstream_* series before they are dropped (0: never)' },
-  { flag: 'balance', kind: { type: 'enum', values: ['round_robin', 'least_request', 'ewma', 'sticky'] }, default: 'round_robin', help: 'outbound: how each call picks an endpoint (sticky: one per client connection)' },
+  { flag: 'balance', kind: { type: 'enum', values: BALANCE_POLICIES }, default: 'round_robin', help: 'outbound: how each call picks an endpoint (sticky: one per client connection)' },
   { flag: 'max-connections', kind: { type: 'int', min: 0, max: 1_000_000 }, default: '10000', help: 'client connections open at once on --listen; past it a new connection is closed unread and counted in rpcscope_connections_overflow_total (0: no limit)' },
   { flag: 'first-byte-timeout', kind: { type: 'duration' }, default: '10s', help: 'how long a new client connection may take to show its protocol: the TLS handshake, the HTTP/2 preface and SETTINGS, or an HTTP/1.1 request line (0: no limit)' },
   { flag: 'request-headers-timeout', kind: { type: 'duration' }, default: '60s', help: 'how long an HTTP/1.1 request\'s headers may take to arrive once it has begun (0: no limit); bodies and responses are not limited' },
