@@ -18,6 +18,6 @@ export function checkReport(config: Config, settings: readonly EffectiveSetting[
     `  operations: ${files.operations?.size ?? 0} from --operations`,
     `  proto methods: ${protos?.shapes.size ?? 0}`,
   );
-  if (files.transcodeRules !== undefined) lines.push(`  transcoded routes: ${files.transcodeRules} (google.api.http bindings, checked against their messages)`);
+  if (config.transcode && files.transcode) lines.push(`  transcoded routes: ${files.transcode.bindings.length} (google.api.http bindings, checked against their messages)`);
   return lines.join('\n') + '\n';
 }

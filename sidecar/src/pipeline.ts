@@ -44,6 +44,7 @@ import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
 import { UpstreamRetries } from './proxy/upstream-retries.ts';
 import { Router } from './route/router.ts';
 import { createTranslating } from './transcode/hand-off.ts';
+import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 
 export interface Sidecar {
   proxyAddress: AddressInfo;
@@ -58,6 +59,8 @@ export type { Observation, ObservationFactory } from './observe/observation.ts';
 /** Parts a test may replace, e.g. to inject a fault; the real ones by default. */
 export interface SidecarParts {
   forwarders?: Forwarders;
+  /** The files the settings name, as main.ts read them before anything listened; read here when not given. */
+  files?: StartFiles;
 }
 
 // ── accept → detect ─────────────────────────────────────────────────────────
@@ -190,7 +193,8 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const upstreamCa = config.upstreamCa ? readFileSync(config.upstreamCa) : undefined;
   const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams, upstreamCa);
 
-  const translating = createTranslating(config, log, upstreamCa);
+  const files = parts.files ?? loadStartFiles(config);
+  const translating = createTranslating(config, log, upstreamCa, files.transcode);
   const ctx: ProxyContext = {
     config,
     observer,

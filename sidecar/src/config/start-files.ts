@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
 import { loadOperationsFile, type OperationMap } from '../route/operation-map.ts';
 import { loadProtoDir, type ProtoCatalog } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
-import { loadTranscodeTable } from '../transcode/transcode-table.ts';
+import { loadTranscodeTable, type TranscodeTable } from '../transcode/transcode-table.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import type { Config } from './load.ts';
 import { ConfigError } from './parse-value.ts';
@@ -17,8 +17,8 @@ export interface StartFiles {
   routes: readonly RestRoute[] | undefined;
   operations: OperationMap | undefined;
   protos: ProtoCatalog | undefined;
-  /** With --transcode: the google.api.http bindings checked for translating. */
-  transcodeRules?: number | undefined;
+  /** With --transcode or --split: the google.api.http bindings, checked against their messages, that the translating stage serves by. */
+  transcode: TranscodeTable | undefined;
 }
 
 function load<T>(flag: string, file: string | undefined, loader: (file: string) => T): T | undefined {
@@ -52,6 +52,6 @@ export function loadStartFiles(config: Config): StartFiles {
     routes: load('routes', config.routesFile, loadRouteFile),
     operations: load('operations', config.operationsFile, loadOperationsFile),
     protos: load('proto', config.protoDir, loadProtoDir),
-    transcodeRules: config.transcode ? load('proto', config.protoDir, (dir) => loadTranscodeTable(dir, config.jsonNames).bindings.length) : undefined,
+    transcode: config.transcode || config.split.size > 0 ? load('proto', config.protoDir, (dir) => loadTranscodeTable(dir, config.jsonNames)) : undefined,
   };
 }

@@ -16,7 +16,7 @@ import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
 import { transcodeRest } from './rest-transcoder.ts';
 import { Shadow } from './shadow.ts';
 import { RehearsalSplit } from './rehearsal-split.ts';
-import { loadTranscodeTable, type TranscodeTable } from './transcode-table.ts';
+import type { TranscodeTable } from './transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
 
 export class Translating implements TranslatingStage {
@@ -80,17 +80,15 @@ export class Translating implements TranslatingStage {
   }
 }
 
-/** What translating the settings ask for; undefined when they ask for none. Throws a ConfigError naming the file and rule on a bad binding. */
-/** `upstreamCa`: the --upstream-ca bundle, read once at start, for the mirror's upstream. */
-export function createTranslating(config: Config, log: Logger, upstreamCa: Buffer | undefined): Translating | undefined {
+/**
+ * What translating the settings ask for; undefined when they ask for none.
+ * `table`: the google.api.http bindings read at start (config/start-files.ts)
+ * with --transcode or --split; `upstreamCa`: the --upstream-ca bundle, read
+ * once at start, for the mirror's upstream.
+ */
+export function createTranslating(config: Config, log: Logger, upstreamCa: Buffer | undefined, table: TranscodeTable | undefined): Translating | undefined {
   const splitting = config.split.size > 0;
   if (!config.transcode && !config.grpcWebBridge && !splitting && !config.shadow) return undefined;
-  let table: TranscodeTable | undefined;
-  try {
-    table = config.transcode || splitting ? loadTranscodeTable(config.protoDir!, config.jsonNames) : undefined;
-  } catch (err) {
-    throw new ConfigError(`--proto: ${(err as Error).message.split('\n')[0]}`);
-  }
   const split = splitting ? new RehearsalSplit(config.split) : undefined;
   if (split && table) {
     const bound = new Set(table.bindings.map((b) => b.rpc));
