@@ -96,6 +96,6 @@ export function createTranslating(config: Config, log: Logger, upstreamCa: Buffe
       if (!bound.has(operation)) throw new ConfigError(`--split: ${operation} is no method with a google.api.http rule in ${config.protoDir!} (give it as pkg.Service/Method; bound: ${[...bound].sort().join(', ') || 'none'})`);
     }
   }
-  const shadow = config.shadow ? new Shadow(config.shadow, log, table, config.maxMethods, upstreamCa) : undefined;
+  const shadow = config.shadow ? new Shadow(config.shadow, log, upstreamCa) : undefined;
   return new Translating(table, config.grpcWebBridge, new Cors(config.corsOrigins), split, config.transcode, shadow);
 }

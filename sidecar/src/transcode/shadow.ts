@@ -12,12 +12,9 @@ import type { Logger } from '../log.ts';
 import type { MetricFamily } from '../observe/metric-cells.ts';
 import type { Call } from '../proxy/call.ts';
 import { filterH2Headers } from '../proxy/hop-by-hop.ts';
-import { learnTemplate } from '../route/learned-template.ts';
-import { MethodGuard, OTHER } from '../route/method-guard.ts';
-import { rpcMethodFromPath } from '../route/rpc-method.ts';
+import { OTHER } from '../route/method-guard.ts';
 import { firstDifference, type Answer } from './shadow-compare.ts';
 import { ShadowMetrics, type ShadowResult } from './shadow-metrics.ts';
-import type { TranscodeTable } from './transcode-table.ts';
 import { nodeHttp2, nodeHttps } from '../builtins.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 
@@ -59,7 +56,6 @@ class Held {
 
 export class Shadow {
   readonly metrics = new ShadowMetrics();
-  private readonly guard: MethodGuard;
   private readonly agent: http.Agent;
   private session: http2.ClientHttp2Session | undefined;
   private inFlight = 0;
@@ -68,11 +64,8 @@ export class Shadow {
   constructor(
     private readonly target: UpstreamUrl,
     private readonly log: Logger,
-    private readonly table: TranscodeTable | undefined,
-    maxOperations: number,
     private readonly ca: Buffer | undefined,
   ) {
-    this.guard = new MethodGuard(maxOperations);
     this.agent = target.tls ? new (nodeHttps().Agent)({ keepAlive: true, ca }) : new http.Agent({ keepAlive: true });
   }
 
@@ -113,7 +106,8 @@ export class Shadow {
         protocol === 'grpc'
           ? { status: r.grpcStatus ?? -1, statusName: 'grpc-status', body: response.body, json: false }
           : { status: r.httpStatus, statusName: 'status', body: response.body, json: isJson(responseHeaders['content-type'] as string | undefined) };
-      const operation = this.operation(protocol, method, path);
+      // The call's own route: the same `operation` as its rpcscope_calls_total, bounded by the same --max-methods.
+      const operation = r.route?.operation ?? OTHER;
       this.inFlight++;
       const send = protocol === 'grpc' ? this.sendGrpc(path, headers, request.body) : this.sendRest(method, path, headers, request.body);
       void send.then(
@@ -133,21 +127,6 @@ export class Shadow {
   close(): void {
     this.agent.destroy();
     this.session?.close();
-  }
-
-  private operation(protocol: 'rest' | 'grpc', method: string, path: string): string {
-    const q = path.indexOf('?');
-    const bare = q < 0 ? path : path.slice(0, q);
-    let name: string | undefined;
-    if (protocol === 'grpc') name = rpcMethodFromPath(bare);
-    else {
-      name = this.table?.match(method, bare)?.binding.rpc;
-      if (name === undefined) {
-        const template = learnTemplate(bare);
-        name = template === undefined ? undefined : `${method} ${template}`;
-      }
-    }
-    return name === undefined ? OTHER : this.guard.admit(name);
   }
 
   private compare(operation: string, primary: Answer, shadow: Answer): void {

@@ -98,6 +98,10 @@ describe('--shadow with two REST apps that differ on one route', () => {
     const text = await metric(sc.admin, /^rpcscope_shadow_calls_total\{operation="GET \/v1\/orders\/\{id\}",result="mismatch"\} (\d+)$/mu, 1);
     assert.match(text, /^rpcscope_shadow_calls_total\{operation="POST \/v1\/orders\/\{id\}",result="match"\} 3$/mu);
     assert.match(text, /^rpcscope_shadow_calls_total\{operation="GET \/v1\/orders\/\{id\}",result="mismatch"\} 1$/mu);
+    // The shadow's operation is the call's own, as rpcscope_calls_total labels it, so the two join.
+    for (const operation of ['GET /v1/orders/{id}', 'POST /v1/orders/{id}']) {
+      assert.ok(text.split('\n').some((l) => l.startsWith('rpcscope_calls_total{') && l.includes(`operation="${operation}"`)), `rpcscope_calls_total has operation="${operation}"`);
+    }
     // The shadow saw the same requests, bodies included.
     assert.deepEqual(v2.calls.slice(0, 4), v1.calls.slice(0, 4));
     const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'shadow answer differs');
