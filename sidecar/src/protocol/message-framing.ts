@@ -2,17 +2,14 @@
 // nothing is buffered but a 5-byte header and, for the one frame that carries a
 // status, its payload.
 //
-// Envelope (gRPC PROTOCOL-HTTP2.md "Length-Prefixed-Message"; gRPC-Web and Connect
-// use the same): 1 flag byte, 4-byte big-endian length, then the payload.
-// - gRPC-Web (PROTOCOL-WEB.md): flag bit 0x80 marks the trailer frame, whose payload
-//   is HTTP/1-style header lines (`grpc-status:0\r\n`).
-// - Connect streaming (connectrpc.com/docs/protocol): flag bit 0x02 marks the
-//   end-stream message, a JSON object with an optional `error`.
-// - gRPC-Web text mode sends the same bytes base64-encoded, possibly as several
-//   padded base64 runs one after another.
+// The envelope and its flags: grpc-envelope.ts. gRPC-Web text mode sends the
+// same bytes base64-encoded, possibly as several padded base64 runs one after
+// another.
 
-const GRPC_WEB_TRAILER_FLAG = 0x80;
-const CONNECT_END_STREAM_FLAG = 0x02;
+import { ENVELOPE_HEADER_BYTES, EnvelopeFlag, envelopeLength } from './grpc-envelope.ts';
+
+const GRPC_WEB_TRAILER_FLAG = EnvelopeFlag.GRPC_WEB_TRAILERS;
+const CONNECT_END_STREAM_FLAG = EnvelopeFlag.CONNECT_END_STREAM;
 /** A status frame larger than this is not a status frame we will read. */
 const MAX_END_FRAME_BYTES = 64 * 1024;
 
@@ -27,7 +24,7 @@ export class MessageCounter {
 
   private readonly endFlag: number;
   private readonly onFirstMessage: (() => void) | undefined;
-  private readonly header = Buffer.alloc(5);
+  private readonly header = Buffer.alloc(ENVELOPE_HEADER_BYTES);
   private headerFill = 0;
   /** Payload bytes left in the current frame; -1 while reading a header. */
   private remaining = -1;
@@ -66,14 +63,14 @@ export class MessageCounter {
     const n = buf.length;
     while (i < n) {
       if (this.remaining < 0) {
-        const take = Math.min(5 - this.headerFill, n - i);
+        const take = Math.min(ENVELOPE_HEADER_BYTES - this.headerFill, n - i);
         buf.copy(this.header, this.headerFill, i, i + take);
         this.headerFill += take;
         i += take;
-        if (this.headerFill < 5) return;
+        if (this.headerFill < ENVELOPE_HEADER_BYTES) return;
         this.headerFill = 0;
         this.flags = this.header[0]!;
-        this.remaining = this.header.readUInt32BE(1);
+        this.remaining = envelopeLength(this.header);
         this.capture = this.isEndFrame() && this.remaining <= MAX_END_FRAME_BYTES ? [] : undefined;
         if (this.remaining === 0) this.frameDone();
         continue;

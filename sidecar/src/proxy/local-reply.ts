@@ -7,6 +7,7 @@ import type { Protocol } from '../protocol/vocabulary.ts';
 import type { CallTap } from '../protocol/call-tap.ts';
 import type { Detected } from '../protocol/detect.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
+import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
 
 /** The failures the sidecar itself reports. */
 export type LocalCode = typeof GrpcCode.UNAVAILABLE | typeof GrpcCode.DEADLINE_EXCEEDED | typeof GrpcCode.INTERNAL;
@@ -45,12 +46,9 @@ export function localReply(protocol: Protocol, framed: boolean, requestContentTy
     case 'connect': {
       const error = { code: CONNECT_CODE[code], message };
       if (framed) {
-        // Streaming: a 200 whose only frame is the end-stream message (flag 0x02).
+        // Streaming: a 200 whose only frame is the end-stream message.
         const json = Buffer.from(JSON.stringify({ error }));
-        const envelope = Buffer.alloc(5);
-        envelope[0] = 0x02;
-        envelope.writeUInt32BE(json.length, 1);
-        return { status: 200, headers: { 'content-type': requestContentType || 'application/connect+json' }, body: Buffer.concat([envelope, json]) };
+        return { status: 200, headers: { 'content-type': requestContentType || 'application/connect+json' }, body: envelope(json, EnvelopeFlag.CONNECT_END_STREAM) };
       }
       return { status: CONNECT_HTTP_STATUS[code], headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(error)) };
     }
@@ -86,7 +84,7 @@ export function upstreamLostEnding(protocol: Protocol, framed: boolean, base64: 
     case 'grpc_web': {
       if (!framed) return undefined;
       const lines = Buffer.from(`grpc-status:${GrpcCode.UNAVAILABLE}\r\ngrpc-message:${grpcMessage(UPSTREAM_LOST)}\r\n`);
-      const frame = Buffer.concat([envelope(0x80, lines.length), lines]);
+      const frame = envelope(lines, EnvelopeFlag.GRPC_WEB_TRAILERS);
       return { body: base64 ? Buffer.from(frame.toString('base64')) : frame };
     }
     case 'connect':
@@ -95,13 +93,6 @@ export function upstreamLostEnding(protocol: Protocol, framed: boolean, base64: 
     case 'trpc':
       return undefined;
   }
-}
-
-function envelope(flags: number, length: number): Buffer {
-  const e = Buffer.alloc(5);
-  e[0] = flags;
-  e.writeUInt32BE(length, 1);
-  return e;
 }
 
 // Node's respond() also takes `sendDate`, which its type definitions leave out.

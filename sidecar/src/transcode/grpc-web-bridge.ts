@@ -14,7 +14,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { decodeBase64Runs } from '../protocol/message-framing.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';
-import { frame, TRAILER_FLAG } from './grpc-frame.ts';
+import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
 import { requestMetadata, responseMetadata, startGrpcCall, type GrpcCallHandle, type GrpcEnd } from './grpc-upstream-call.ts';
 import type { TranscodeMetrics } from './transcode-metrics.ts';
 
@@ -44,7 +44,7 @@ function trailerFrame(end: GrpcEnd): Buffer {
   for (const [name, value] of Object.entries(responseMetadata(trailing))) {
     for (const v of Array.isArray(value) ? value : [value]) text += `${name}:${v}\r\n`;
   }
-  return frame(Buffer.from(text, 'latin1'), TRAILER_FLAG);
+  return envelope(Buffer.from(text, 'latin1'), EnvelopeFlag.GRPC_WEB_TRAILERS);
 }
 
 export function bridgeGrpcWeb(ctx: ProxyContext, metrics: TranscodeMetrics, call: Call, caller: Caller, path: string, contentType: string, text: boolean, extraHeaders: Record<string, string>): void {
@@ -80,7 +80,7 @@ export function bridgeGrpcWeb(ctx: ProxyContext, metrics: TranscodeMetrics, call
           if (h['grpc-status'] === undefined) start(responseMetadata(h));
         },
         onFrame(f) {
-          send(frame(f.message, f.flags));
+          send(envelope(f.message, f.flags));
         },
         onEnd(end) {
           start(end.headers['grpc-status'] !== undefined ? {} : responseMetadata(end.headers));

@@ -10,7 +10,7 @@ import type { Call } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';
-import { frame, COMPRESSED_FLAG } from './grpc-frame.ts';
+import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
 import { requestMetadata, responseMetadata, startGrpcCall, type GrpcEnd } from './grpc-upstream-call.ts';
 import { JsonMappingError } from './json-mapping.ts';
 import { restRequestMessage, restResponseJson } from './rest-request.ts';
@@ -99,7 +99,7 @@ export function transcodeRest(deps: RestTranscodeDeps, call: Call, caller: Calle
       onFrame(f) {
         replies++;
         reply = f.message;
-        if (f.flags & COMPRESSED_FLAG) replies = Infinity;
+        if (f.flags & EnvelopeFlag.COMPRESSED) replies = Infinity;
       },
       onEnd(end: GrpcEnd) {
         const metadata = responseMetadata(end.headers, end.trailers);
@@ -116,7 +116,7 @@ export function transcodeRest(deps: RestTranscodeDeps, call: Call, caller: Calle
       },
     });
     upstream = handle;
-    handle.write(frame(message));
+    handle.write(envelope(message));
     handle.end();
   }
 
@@ -167,7 +167,7 @@ export function transcodeRest(deps: RestTranscodeDeps, call: Call, caller: Calle
       },
     });
     upstream = handle;
-    handle.write(frame(message));
+    handle.write(envelope(message));
     handle.end();
   }
 }

@@ -15,7 +15,8 @@
 import assert from 'node:assert/strict';
 import { piecesOf, type FuzzTarget } from '../engine.ts';
 import { MessageCounter, connectErrorCode, decodeBase64Runs, grpcStatusFromTrailerFrame } from '../../../src/protocol/message-framing.ts';
-import { FrameReader, frame, type Frame } from '../../../src/transcode/grpc-frame.ts';
+import { FrameReader, type Frame } from '../../../src/transcode/grpc-frame.ts';
+import { envelope as frame } from '../../../src/protocol/grpc-envelope.ts';
 
 const PROTOCOLS = ['grpc', 'grpc_web', 'connect', 'grpc_web'];
 const END_FLAGS: Record<string, number> = { grpc: 0, grpc_web: 0x80, connect: 0x02 };
