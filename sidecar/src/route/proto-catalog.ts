@@ -56,15 +56,22 @@ function ruleBindings(rule: Record<string, unknown>, where: string): RestRoute[]
   return routes;
 }
 
-function httpRule(m: protobuf.Method): Record<string, unknown> | undefined {
+/**
+ * A method's google.api.http option, whether written as one aggregate or field
+ * by field (`option (google.api.http).get = "..."; option (google.api.http).body = "*";`).
+ * The route catalogue and the transcode table both read it here, so they agree.
+ */
+export function httpRule(m: protobuf.Method): Record<string, unknown> | undefined {
+  let rule: Record<string, unknown> | undefined;
   for (const opt of m.parsedOptions ?? []) {
-    const rule: unknown = (opt as Record<string, unknown>)['(google.api.http)'];
-    if (isRecord(rule)) return rule;
+    const v: unknown = (opt as Record<string, unknown>)['(google.api.http)'];
+    if (isRecord(v)) rule = { ...rule, ...v };
   }
-  return undefined;
+  return rule;
 }
 
-function* services(ns: protobuf.NamespaceBase): Generator<protobuf.Service> {
+/** Every service of a parsed root, nested packages included. */
+export function* services(ns: protobuf.NamespaceBase): Generator<protobuf.Service> {
   for (const nested of ns.nestedArray) {
     if (nested instanceof protobuf.Service) yield nested;
     if (nested instanceof protobuf.Namespace) yield* services(nested);

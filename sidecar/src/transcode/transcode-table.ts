@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import { isRecord, readText } from '../route/config-document.ts';
-import { listProtoFiles } from '../route/proto-catalog.ts';
+import { httpRule, listProtoFiles, services } from '../route/proto-catalog.ts';
 import { BindingError, compileBinding, matchBinding, type BoundVariable, type HttpBinding } from './http-binding.ts';
 import { JsonMapping, type JsonNames } from './json-mapping.ts';
 
@@ -53,23 +53,6 @@ export class TranscodeTable {
     }
     return undefined;
   }
-}
-
-function* services(ns: protobuf.NamespaceBase): Generator<protobuf.Service> {
-  for (const nested of ns.nestedArray) {
-    if (nested instanceof protobuf.Service) yield nested;
-    if (nested instanceof protobuf.Namespace) yield* services(nested);
-  }
-}
-
-/** The google.api.http option, whether written as one aggregate or field by field. */
-function httpRule(m: protobuf.Method): Record<string, unknown> | undefined {
-  let rule: Record<string, unknown> | undefined;
-  for (const opt of m.parsedOptions ?? []) {
-    const v: unknown = (opt as Record<string, unknown>)['(google.api.http)'];
-    if (isRecord(v)) rule = { ...rule, ...v };
-  }
-  return rule;
 }
 
 function ruleList(v: unknown): Record<string, unknown>[] {
