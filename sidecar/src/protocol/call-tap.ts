@@ -5,6 +5,7 @@
 // tRPC procedure's result or error.
 import type { TappedFacts } from './vocabulary.ts';
 import { MessageCounter, connectErrorCode, grpcStatusFromTrailerFrame, parseStatus } from './message-framing.ts';
+import { headerText } from './header-text.ts';
 
 /** A Connect unary error body larger than this is not read for its code. */
 const MAX_ERROR_BODY = 64 * 1024;
@@ -12,10 +13,6 @@ const MAX_ERROR_BODY = 64 * 1024;
 type HeaderValue = string | string[] | number | undefined;
 type Headers = Record<string, HeaderValue>;
 
-function first(v: HeaderValue): string | undefined {
-  if (v === undefined) return undefined;
-  return Array.isArray(v) ? v[0] : String(v);
-}
 
 export class CallTap {
   private readonly requestCounter: MessageCounter | undefined;
@@ -43,9 +40,9 @@ export class CallTap {
 
   responseHeaders(status: number, headers: Headers): void {
     this.call.httpStatus = status;
-    this.call.trpc?.responseHeaders(first(headers['content-type']), this.now);
+    this.call.trpc?.responseHeaders(headerText(headers['content-type']), this.now);
     // A trailers-only response (gRPC) or a gRPC-Web error carries the status in the headers.
-    const grpcStatus = parseStatus(first(headers['grpc-status']));
+    const grpcStatus = parseStatus(headerText(headers['grpc-status']));
     if (grpcStatus !== undefined) this.call.grpcStatus = grpcStatus;
     if (this.call.protocol === 'connect' && !this.call.framed && status !== 200) this.errorBody = [];
   }
@@ -64,7 +61,7 @@ export class CallTap {
   }
 
   responseTrailers(trailers: Headers): void {
-    const grpcStatus = parseStatus(first(trailers['grpc-status']));
+    const grpcStatus = parseStatus(headerText(trailers['grpc-status']));
     if (grpcStatus !== undefined) this.call.grpcStatus = grpcStatus;
   }
 

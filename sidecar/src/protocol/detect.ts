@@ -3,6 +3,7 @@
 // request heads can test it.
 import type { Encoding, Protocol } from './vocabulary.ts';
 import { TrpcCall, trpcBatch, trpcProcedures } from './trpc-call.ts';
+import { headerText } from './header-text.ts';
 
 export interface Detected {
   protocol: Protocol;
@@ -103,4 +104,19 @@ function queryParam(query: string, name: string): string | undefined {
 
 function hasQueryParam(query: string, name: string, value: string): boolean {
   return queryParam(query, name) === value;
+}
+
+
+/** A request, from its method, its path (query and all) and its headers: what it is, and its path without the query. */
+export function detectRequest(
+  method: string,
+  path: string,
+  headers: { readonly [name: string]: string | readonly string[] | number | undefined },
+  trpcPrefix: string,
+): { detected: Detected; bare: string; contentType: string | undefined } {
+  const q = path.indexOf('?');
+  const bare = q < 0 ? path : path.slice(0, q);
+  const contentType = headerText(headers['content-type']);
+  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, trpcPrefix);
+  return { detected, bare, contentType };
 }

@@ -15,7 +15,7 @@ import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED, type HttpVersion } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect, isGrpcFamily } from '../protocol/detect.ts';
+import { detectRequest, isGrpcFamily } from '../protocol/detect.ts';
 import { Call } from './call.ts';
 import { clientResetCode, watchClientReset } from './client-reset.ts';
 import type { ProxyContext } from './context.ts';
@@ -29,15 +29,9 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 
 const ignore = (): void => {};
 
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
 
 function inbound(ctx: ProxyContext, conn: ConnectionRecord, version: HttpVersion, method: string, path: string, headers: http.IncomingHttpHeaders, rawHeaders: readonly string[] | undefined): Inbound {
-  const q = path.indexOf('?');
-  const contentType = headers['content-type'];
-  const bare = q < 0 ? path : path.slice(0, q);
-  const detected = detect(method, contentType, headerText(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, ctx.config.trpcPrefix);
+  const { detected, bare, contentType } = detectRequest(method, path, headers, ctx.config.trpcPrefix);
   const call = new Call(ctx, conn, detected, version, method, bare, headers);
   return { call, detected, method, path, contentType, rawHeaders };
 }

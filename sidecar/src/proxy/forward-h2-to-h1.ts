@@ -21,6 +21,7 @@ import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
 import { nodeHttps } from '../builtins.ts';
 import { ErrorCode } from '../core/errors.ts';
 import { abandonH2, CallGuard } from './call-guard.ts';
+import { headerText } from '../protocol/header-text.ts';
 
 type RespondOptions = http2.ServerStreamResponseOptions & { sendDate: false };
 const NO_BODY: RespondOptions = { endStream: true, sendDate: false };
@@ -43,9 +44,6 @@ function h1RequestHeaders(headers: http2.IncomingHttpHeaders, rawHeaders: readon
   return { host: headers[':authority'] ?? headerText(headers.host) ?? target.authority, ...out };
 }
 
-function headerText(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
 
 export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, target: UpstreamUrl, clientReset: () => number, onClientReset: () => void): void {
   const { call, detected, method, path, contentType } = inbound;

@@ -3,7 +3,8 @@
 // and metrics) as the terminating path.
 import type http2 from 'node:http2';
 import type { ConnectionRecord } from '../observe/observer.ts';
-import { detect } from '../protocol/detect.ts';
+import { detectRequest } from '../protocol/detect.ts';
+import { headerText } from '../protocol/header-text.ts';
 import { now } from '../clock.ts';
 import { Call } from '../proxy/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
@@ -27,9 +28,6 @@ export function headerBag(list: HeaderList): HeaderBag {
   return bag;
 }
 
-function text(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
-}
 
 export class RelayStream {
   readonly call: Call;
@@ -64,12 +62,9 @@ export class RelayStream {
   detour: DetourStream | undefined;
 
   constructor(ctx: ProxyContext, conn: ConnectionRecord, headers: HeaderBag, upstreamAuthority: string, clientWindow: number) {
-    const method = text(headers[':method']) ?? 'GET';
-    const path = text(headers[':path']) ?? '/';
-    const q = path.indexOf('?');
-    this.contentType = text(headers['content-type']);
-    const bare = q < 0 ? path : path.slice(0, q);
-    const detected = detect(method, this.contentType, text(headers['connect-protocol-version']), q < 0 ? '' : path.slice(q + 1), bare, ctx.config.trpcPrefix);
+    const method = headerText(headers[':method']) ?? 'GET';
+    const { detected, bare, contentType } = detectRequest(method, headerText(headers[':path']) ?? '/', headers, ctx.config.trpcPrefix);
+    this.contentType = contentType;
     this.base64 = detected.base64;
     this.clientWindow = clientWindow;
     this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
@@ -88,7 +83,7 @@ export class RelayStream {
       this.trailers = true;
       return tap.responseTrailers(headers);
     }
-    const status = Number(text(headers[':status']));
+    const status = Number(headerText(headers[':status']));
     if (status >= 100 && status < 200) return;
     this.responded = true;
     record.upstreamHeadersTime = now();

@@ -11,6 +11,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode, rpcHttpStatusToGrpcCode } from '../protocol/status-codes.ts';
 import { FrameReader, type Frame } from './grpc-frame.ts';
+import { headerText } from '../protocol/header-text.ts';
 
 export interface GrpcEnd {
   code: number;
@@ -144,7 +145,7 @@ export function startGrpcCall(ctx: ProxyContext, call: Call, target: UpstreamUrl
 
 /** grpc-message is percent-encoded (PROTOCOL-HTTP2.md, "Status-Message"). */
 function decodeMessage(v: string | string[] | undefined): string {
-  const text = Array.isArray(v) ? v[0] : v;
+  const text = headerText(v);
   if (!text) return '';
   try {
     return decodeURIComponent(text);

@@ -13,6 +13,7 @@ import type { MetricFamily } from '../observe/metric-cells.ts';
 import type { Call } from '../proxy/call.ts';
 import { filterH2Headers } from '../proxy/hop-by-hop.ts';
 import { OTHER } from '../route/method-guard.ts';
+import { headerText } from '../protocol/header-text.ts';
 import { firstDifference, type Answer } from './shadow-compare.ts';
 import { ShadowMetrics, type ShadowResult } from './shadow-metrics.ts';
 import { nodeHttp2, nodeHttps } from '../builtins.ts';
@@ -30,7 +31,7 @@ const LOG_EVERY_MS = 10_000;
 type Headers = http.IncomingHttpHeaders;
 
 function isJson(contentType: string | string[] | number | undefined): boolean {
-  const t = String(Array.isArray(contentType) ? contentType[0] : (contentType ?? '')).split(';')[0]!.trim().toLowerCase();
+  const t = (headerText(contentType) ?? '').split(';')[0]!.trim().toLowerCase();
   return t === 'application/json' || t.endsWith('+json');
 }
 
