@@ -3,7 +3,6 @@
 import { checkReport } from './check.ts';
 import { COMMANDS } from './cli/commands.ts';
 import { loadConfig, type Config } from './config/load.ts';
-import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
 import { createCallTracing, tracingEnabled } from './observe/tracing-from-env.ts';
@@ -13,11 +12,11 @@ import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-me
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
-import { NodeErrorCode } from './core/errors.ts';
+import { ErrorCode, hasCode, NodeErrorCode } from './core/errors.ts';
 
 /** A bad setting: one line on stderr, exit code 2. Anything else is not ours to word. */
 function configFailure(err: unknown): number {
-  if (!(err instanceof ConfigError)) throw err;
+  if (!hasCode(err, ErrorCode.CONFIG)) throw err;
   process.stderr.write(`rpcscope: ${err.message}\n`);
   return 2;
 }

@@ -4,10 +4,11 @@
 // diagnose's verdicts, so a cron job cannot take a typo for a finding).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration } from '../config/parse-value.ts';
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 
-export class UsageError extends Error {
+export class UsageError extends RpcscopeError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCode.USAGE, message);
     this.name = 'UsageError';
   }
 }

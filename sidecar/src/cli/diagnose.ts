@@ -15,7 +15,8 @@ import { renderJson, renderMarkdown, renderText, type Report } from './diagnose-
 import { resetStorms } from './diagnose-resets.ts';
 import { shadowMismatches } from './diagnose-shadow.ts';
 import { sidecarHealth } from './diagnose-sidecar.ts';
-import { PrometheusApi, PrometheusError } from './prometheus-api.ts';
+import { PrometheusApi } from './prometheus-api.ts';
+import { ErrorCode, hasCode } from '../core/errors.ts';
 
 export const DIAGNOSE_HELP = `usage: rpcscope diagnose --prometheus URL [flags]
 
@@ -105,7 +106,7 @@ export async function diagnose(argv: readonly string[], io: CommandIo): Promise<
       adminHeaders: adminHeaders('diagnose', f['admin-token-file'], io.env),
     };
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
+    if (!hasCode(err, ErrorCode.USAGE)) throw err;
     io.stderr.write(`rpcscope ${err.message}\n`);
     return USAGE_EXIT;
   }
@@ -121,7 +122,7 @@ export async function diagnose(argv: readonly string[], io: CommandIo): Promise<
     }
     findings = (await Promise.all(CHECKS.map((check) => check(ctx)))).flat().sort(worstFirst);
   } catch (err) {
-    if (!(err instanceof PrometheusError)) throw err;
+    if (!hasCode(err, ErrorCode.PROMETHEUS_API)) throw err;
     io.stderr.write(`rpcscope diagnose: ${err.message}\n`);
     return USAGE_EXIT;
   }

@@ -2,9 +2,11 @@
 // active targets. Any failure (refused, timed out, an HTTP error, a PromQL
 // error) is a PrometheusError carrying one line that says why.
 
-export class PrometheusError extends Error {
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
+
+export class PrometheusError extends RpcscopeError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCode.PROMETHEUS_API, message);
     this.name = 'PrometheusError';
   }
 }

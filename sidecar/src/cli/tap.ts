@@ -6,6 +6,7 @@ import { adminBase, adminHeaders, refusedReason } from './admin-client.ts';
 import { durationFlag, numberFlag, readFlags, USAGE_EXIT, UsageError } from './cli-args.ts';
 import type { CommandIo } from './diagnose.ts';
 import { bytes, ms } from './format.ts';
+import { ErrorCode, hasCode } from '../core/errors.ts';
 
 export const TAP_HELP = `usage: rpcscope tap --admin HOST:PORT [flags]
 
@@ -103,7 +104,7 @@ export async function tap(argv: readonly string[], io: CommandIo): Promise<numbe
     url = `${adminBase(f.admin)}/debug/tap${params.size > 0 ? `?${params}` : ''}`;
     headers = { accept: 'application/x-ndjson', ...adminHeaders('tap', f['admin-token-file'], io.env) };
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
+    if (!hasCode(err, ErrorCode.USAGE)) throw err;
     io.stderr.write(`rpcscope ${err.message}\n`);
     return USAGE_EXIT;
   }

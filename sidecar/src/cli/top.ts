@@ -6,11 +6,12 @@ import { adminBase } from './admin-client.ts';
 import { durationFlag, numberFlag, readFlags, USAGE_EXIT, UsageError } from './cli-args.ts';
 import { DiagnoseContext } from './diagnose-context.ts';
 import type { CommandIo } from './diagnose.ts';
-import { PrometheusApi, PrometheusError } from './prometheus-api.ts';
+import { PrometheusApi } from './prometheus-api.ts';
 import { AdminSource } from './top-admin.ts';
 import type { TopView } from './top-model.ts';
 import { PrometheusSource } from './top-prometheus.ts';
 import { renderLines, renderTable, SORT_KEYS, type SortKey, type TableOptions } from './top-table.ts';
+import { ErrorCode, hasCode } from '../core/errors.ts';
 
 export const TOP_HELP = `usage: rpcscope top --admin HOST:PORT [--admin HOST:PORT ...] | --prometheus URL [flags]
 
@@ -95,7 +96,7 @@ export async function top(argv: readonly string[], io: CommandIo): Promise<numbe
       source = `${api.base} (rates over ${f.window})`;
     }
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
+    if (!hasCode(err, ErrorCode.USAGE)) throw err;
     io.stderr.write(`rpcscope ${err.message}\n`);
     return USAGE_EXIT;
   }
@@ -109,7 +110,7 @@ export async function top(argv: readonly string[], io: CommandIo): Promise<numbe
     try {
       view = await read();
     } catch (err) {
-      if (!(err instanceof PrometheusError)) throw err;
+      if (!hasCode(err, ErrorCode.PROMETHEUS_API)) throw err;
       io.stderr.write(`rpcscope top: ${err.message}\n`);
       return USAGE_EXIT;
     }

@@ -2,10 +2,11 @@
 // when it is wrong: the flag, the value, and what is allowed.
 import { statSync } from 'node:fs';
 import type { Kind } from './schema.ts';
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 
-export class ConfigError extends Error {
+export class ConfigError extends RpcscopeError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCode.CONFIG, message);
     this.name = 'ConfigError';
   }
 }

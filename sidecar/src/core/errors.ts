@@ -25,14 +25,33 @@ export const ErrorCode = {
   KEEPALIVE_TIMEOUT: 'RPCSCOPE_ERR_KEEPALIVE_TIMEOUT',
   /** A request body was over the size a translated call reads whole. */
   BODY_TOO_LARGE: 'RPCSCOPE_ERR_BODY_TOO_LARGE',
+  /** A setting, or a file a setting names, cannot be used: the start (or --check) stops with exit 2. */
+  CONFIG: 'RPCSCOPE_ERR_CONFIG',
+  /** The relay read a frame that breaks RFC 9113; the error carries the HTTP/2 code the connection ends with. */
+  H2_FRAME: 'RPCSCOPE_ERR_H2_FRAME',
+  /** A header block the HPACK decoder refuses (RFC 7541): a COMPRESSION_ERROR for the connection. */
+  HPACK: 'RPCSCOPE_ERR_HPACK',
+  /** A JSON value the proto3 JSON mapping refuses: the caller's (INVALID_ARGUMENT) in a request, the upstream's (INTERNAL) in an answer. */
+  JSON_MAPPING: 'RPCSCOPE_ERR_JSON_MAPPING',
+  /** A google.api.http rule that cannot work, naming its file, rule and field. */
+  HTTP_BINDING: 'RPCSCOPE_ERR_HTTP_BINDING',
+  /** A command-line tool (diagnose, top, tap) was given arguments it cannot use. */
+  USAGE: 'RPCSCOPE_ERR_USAGE',
+  /** The Prometheus HTTP API a command-line tool asked could not answer. */
+  PROMETHEUS_API: 'RPCSCOPE_ERR_PROMETHEUS_API',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 export class RpcscopeError extends Error {
-  constructor(readonly code: ErrorCode, message: string) {
-    super(message);
+  constructor(readonly code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'RpcscopeError';
   }
+}
+
+/** Whether `err` is rpcscope's error with `code`: what a catch site branches on. */
+export function hasCode(err: unknown, code: ErrorCode): err is RpcscopeError {
+  return err instanceof RpcscopeError && err.code === code;
 }
 
 export function connectTimeout(ms: number): RpcscopeError {

@@ -10,7 +10,7 @@ import type { Logger } from '../log.ts';
 import { sourceStack } from '../source-stack.ts';
 
 /** Where a contained fault was raised: the boundaries that catch them. */
-export const FAULT_SITES = ['listener', 'forward_h1', 'forward_h2', 'forward_upgrade', 'observer', 'admin'] as const;
+export const FAULT_SITES = ['listener', 'relay', 'forward_h1', 'forward_h2', 'forward_upgrade', 'observer', 'admin'] as const;
 export type FaultSite = (typeof FAULT_SITES)[number];
 
 /**

@@ -8,6 +8,7 @@
 // preface and of every frame but a header block's goes to `pass`, in order and
 // unchanged; a header block's frames go nowhere, and the sink, which hears of
 // the block once whole, writes it anew at that point of the stream.
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from '../h2/frame-types.ts';
 
 export interface FrameSink {
@@ -29,9 +30,10 @@ export interface FrameSink {
   other(type: number, flags: number, streamId: number, length: number): void;
 }
 
-export class FrameError extends Error {
+export class FrameError extends RpcscopeError {
   constructor(readonly h2Code: number, message: string) {
-    super(message);
+    super(ErrorCode.H2_FRAME, message);
+    this.name = 'FrameError';
   }
 }
 

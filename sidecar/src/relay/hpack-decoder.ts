@@ -4,6 +4,7 @@
 //
 // Strings are latin1 (one char per octet), so a string's length is its size in
 // octets and the dynamic table's size (§4.1) stays exact for any bytes.
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 import { huffmanDecode } from './hpack-huffman.ts';
 import { STATIC_LENGTH, STATIC_TABLE } from './hpack-static-table.ts';
 
@@ -12,8 +13,11 @@ const ENTRY_OVERHEAD = 32;
 /** SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2). */
 export const DEFAULT_TABLE_SIZE = 4096;
 
-export class HpackError extends Error {
-  readonly code = 'COMPRESSION_ERROR';
+export class HpackError extends RpcscopeError {
+  constructor(message: string) {
+    super(ErrorCode.HPACK, message);
+    this.name = 'HpackError';
+  }
 }
 
 /**

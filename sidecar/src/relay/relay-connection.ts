@@ -48,6 +48,7 @@ import { RelayDetour, type DetourHost } from './relay-detour.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 import { connectUpstream } from './upstream-connect.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
+import { ErrorCode, hasCode } from '../core/errors.ts';
 
 /** The largest stream id (RFC 9113 §5.1.1). */
 const MAX_STREAM_ID = 0x7fffffff;
@@ -549,14 +550,15 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   /** A direction's bytes could not be read: the peers see the same bytes and will end the connection; the relay ends it now. */
   private shadowFailed(from: 'client' | 'upstream', err: unknown): void {
-    if (!(err instanceof FrameError)) {
-      this.ctx.faults.internalError('forward_h2', err);
+    const frameError = hasCode(err, ErrorCode.H2_FRAME) ? (err as FrameError) : undefined;
+    if (frameError === undefined) {
+      this.ctx.faults.internalError('relay', err);
     } else {
-      this.ctx.log.debug('HTTP/2 frames could not be read; connection closed', { from, error: err.message, peer: this.conn.peer });
+      this.ctx.log.debug('HTTP/2 frames could not be read; connection closed', { from, error: frameError.message, peer: this.conn.peer });
     }
     if (from === 'client') {
       this.ctx.faults.connectionTerminated('protocol_error');
-      const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
+      const code = frameError?.h2Code ?? Http2Error.INTERNAL_ERROR;
       this.ctx.observer.goaway('proxy', code);
       if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
       this.ending = { side: 'client', code: Http2Error.CANCEL };

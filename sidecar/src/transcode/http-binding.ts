@@ -12,6 +12,7 @@
 // and may only come last; the verb is matched against the end of the last segment.
 import type protobuf from 'protobufjs';
 import { splitTopLevel } from '../route/http-rule.ts';
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 
 type Part = { kind: 'literal'; text: string } | { kind: 'star' } | { kind: 'rest' };
 
@@ -47,7 +48,12 @@ export interface HttpBinding {
 }
 
 /** A rule that cannot work: the message the start fails with, naming the file, the rule and the field. */
-export class BindingError extends Error {}
+export class BindingError extends RpcscopeError {
+  constructor(message: string) {
+    super(ErrorCode.HTTP_BINDING, message);
+    this.name = 'BindingError';
+  }
+}
 
 function wildcardPart(seg: string, fail: (why: string) => never): Part {
   if (seg === '*') return { kind: 'star' };

@@ -24,6 +24,7 @@
 //   FieldMask             "f.fooBar,h"
 //   Empty                 {}
 import protobuf from 'protobufjs';
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 
 export type JsonNames = 'json' | 'proto';
 
@@ -32,9 +33,9 @@ export type JsonNames = 'json' | 'proto';
  * INVALID_ARGUMENT (HTTP 400); in an answer the upstream's, and the call fails
  * INTERNAL like any answer that cannot be decoded.
  */
-export class JsonMappingError extends Error {
+export class JsonMappingError extends RpcscopeError {
   constructor(message: string) {
-    super(message);
+    super(ErrorCode.JSON_MAPPING, message);
     this.name = 'JsonMappingError';
   }
 }

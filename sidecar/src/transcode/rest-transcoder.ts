@@ -12,12 +12,11 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';
 import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
 import { requestMetadata, responseMetadata, startGrpcCall, type GrpcEnd } from './grpc-upstream-call.ts';
-import { JsonMappingError } from './json-mapping.ts';
 import { restRequestMessage, restResponseJson } from './rest-request.ts';
 import { rpcStatusJson } from './rpc-status-json.ts';
 import type { Matched, TranscodeTable } from './transcode-table.ts';
 import type { TranscodeMetrics } from './transcode-metrics.ts';
-import { ErrorCode, errorCode } from '../core/errors.ts';
+import { ErrorCode, errorCode, hasCode } from '../core/errors.ts';
 
 /** The largest JSON request body read whole. */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -78,7 +77,7 @@ export function transcodeRest(deps: RestTranscodeDeps, call: Call, caller: Calle
       try {
         message = timed(() => restRequestMessage(table.json, binding, matched.values, query, body));
       } catch (err) {
-        if (err instanceof JsonMappingError) return fail(GrpcCode.INVALID_ARGUMENT, err.message);
+        if (hasCode(err, ErrorCode.JSON_MAPPING)) return fail(GrpcCode.INVALID_ARGUMENT, err.message);
         return fail(GrpcCode.INVALID_ARGUMENT, `the request does not fit ${binding.requestType.name}: ${(err as Error).message}`);
       }
       const target = ctx.config.grpcUpstream ? ctx.upstreams.pick(record.connectionId, true)?.target : call.target;

@@ -123,7 +123,7 @@ describe('faults raised while handling one call stay in that call', () => {
 
   it('every fault is counted where it was raised, at 0 before the first', async () => {
     const text = await (await fetch(`${adminUrl}/metrics`)).text();
-    for (const where of ['listener', 'forward_h1', 'forward_h2', 'forward_upgrade', 'observer', 'admin']) {
+    for (const where of ['listener', 'relay', 'forward_h1', 'forward_h2', 'forward_upgrade', 'observer', 'admin']) {
       assert.equal(sample(text, `rpcscope_internal_errors_total{where="${where}"}`), 0, where);
     }
     assert.equal(sample(text, 'rpcscope_connections_terminated_total{reason="reset_flood"}'), 0);
