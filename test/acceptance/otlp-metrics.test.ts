@@ -219,16 +219,48 @@ function assertRpcscopeFamiliesEqual(metrics: Map<string, OtlpMetric>, samples: 
   }
 }
 
-function assertConventionsEqual(metrics: Map<string, OtlpMetric>, samples: readonly Sample[], upstream?: URL): void {
-  const scraped = scrapedHistograms(samples, 'rpcscope_call_duration_seconds', (labels) => convention(labels, upstream));
+/** The status attribute of a convention instrument's point. */
+const STATUS_ATTRIBUTES = ['rpc.status_code', 'http.response.status_code'];
+
+/**
+ * The duration instruments, each point keyed by `instrument` and its attributes;
+ * `withStatus: false` adds up the points that differ only by status, which
+ * rpcscope_call_duration_seconds does not label at the standard detail level.
+ */
+function conventionPoints(metrics: Map<string, OtlpMetric>, withStatus: boolean): Map<string, HistogramValue> {
   const otlp = new Map<string, HistogramValue>();
   for (const name of ['rpc.server.call.duration', 'rpc.client.call.duration', 'http.server.request.duration', 'http.client.request.duration']) {
     const m = metrics.get(name);
     if (m === undefined) continue;
     assert.equal(m.unit, 's');
-    for (const [k, v] of otlpHistograms(m)) otlp.set(key({ instrument: name, ...Object.fromEntries(JSON.parse(k) as [string, string][]) }), v);
+    for (const p of m.histogram!.dataPoints) {
+      const a = attrs(p.attributes);
+      assert.ok(STATUS_ATTRIBUTES.some((s) => a[s] !== undefined), `${name} ${key(a)}: no status code`);
+      if (!withStatus) for (const s of STATUS_ATTRIBUTES) delete a[s];
+      const k = key({ instrument: name, ...a });
+      const v = { count: Number(p.count), sum: p.sum ?? 0, buckets: (p.bucketCounts ?? []).map(Number) };
+      const had = otlp.get(k);
+      otlp.set(k, had === undefined ? v : { count: had.count + v.count, sum: had.sum + v.sum, buckets: had.buckets.map((c, i) => c + v.buckets[i]!) });
+    }
   }
-  assertHistogramsEqual(otlp, scraped, 'semantic-convention durations');
+  return otlp;
+}
+
+function assertConventionsEqual(metrics: Map<string, OtlpMetric>, samples: readonly Sample[], upstream?: URL): void {
+  const scraped = scrapedHistograms(samples, 'rpcscope_call_duration_seconds', (labels) => convention(labels, upstream));
+  assertHistogramsEqual(conventionPoints(metrics, false), scraped, 'semantic-convention durations');
+  // By status: each point counts the calls rpcscope_calls_total counts with that
+  // code (gRPC) or HTTP status (REST); every call here is unary.
+  const byStatus = new Map<string, number>();
+  for (const s of select(samples, 'rpcscope_calls_total')) {
+    const c = convention(s.labels, upstream);
+    const status: Record<string, string> = s.labels.protocol === 'rest' ? { 'http.response.status_code': s.labels.http_status! } : { 'rpc.status_code': s.labels.code! };
+    const k = key({ ...c, ...status });
+    byStatus.set(k, (byStatus.get(k) ?? 0) + s.value);
+  }
+  const otlp = conventionPoints(metrics, true);
+  assert.deepEqual([...otlp.keys()].sort(), [...byStatus.keys()].sort(), 'semantic-convention durations by status: attribute sets');
+  for (const [k, want] of byStatus) assert.equal(otlp.get(k)!.count, want, `${k}: the count of rpcscope_calls_total with that status`);
 }
 
 describe('OTLP metrics', () => {
@@ -276,10 +308,16 @@ describe('OTLP metrics', () => {
     // The traffic really is in there: 12 OK and 4 NOT_FOUND gRPC calls, 12 + 3 REST calls.
     assert.equal(sum(samples, 'rpcscope_calls_total', { protocol: 'grpc' }), 16);
     assert.equal(sum(samples, 'rpcscope_calls_total', { protocol: 'rest' }), 15);
-    const grpcDuration = metrics.get('rpc.server.call.duration')!.histogram!.dataPoints;
-    assert.deepEqual(grpcDuration.map((p) => attrs(p.attributes)), [{ 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo' }]);
-    assert.ok(metrics.get('http.server.request.duration')!.histogram!.dataPoints.every((p) => attrs(p.attributes)['url.scheme'] === 'http'));
-    assert.equal(Number(grpcDuration[0]!.count), 16);
+    // At the default detail level, the calls by status code: a point per code (gRPC) or HTTP status (REST).
+    const counts = (name: string): Record<string, string | number>[] => metrics.get(name)!.histogram!.dataPoints.map((p) => ({ ...attrs(p.attributes), count: Number(p.count) }));
+    assert.deepEqual(counts('rpc.server.call.duration'), [
+      { 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo', 'rpc.status_code': 'OK', count: 12 },
+      { 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo', 'rpc.status_code': 'NOT_FOUND', count: 4 },
+    ]);
+    const rest = counts('http.server.request.duration');
+    assert.equal(rest.filter((p) => p['http.response.status_code'] === '200').reduce((n, p) => n + Number(p.count), 0), 12);
+    assert.equal(rest.filter((p) => p['http.response.status_code'] === '404').reduce((n, p) => n + Number(p.count), 0), 3);
+    assert.ok(rest.every((p) => p['url.scheme'] === 'http'));
     assert.equal(metrics.get('rpc.server.call.duration')!.histogram!.aggregationTemporality, 2);
     assertConventionsEqual(metrics, samples);
     assertRpcscopeFamiliesEqual(metrics, samples);

@@ -50,6 +50,12 @@ export class HistogramCell {
   bucketPrefix: string | undefined;
   /** Only histograms offered exemplars (call latency, with tracing on) allocate them. */
   exemplars: BucketExemplars | undefined;
+  /**
+   * Cells that split this series by attributes the exposition does not carry
+   * (the call latency by status, for OTLP: metrics/call-recorder.ts); values are
+   * recorded in them, and this cell is their sum, folded when rendered.
+   */
+  parts: HistogramCell[] | undefined;
 
   constructor(readonly attributes: Attributes, private readonly boundaries: readonly number[]) {
     this.counts = new Array<number>(boundaries.length + 1).fill(0);
@@ -70,6 +76,27 @@ export class HistogramCell {
   exemplarDue(bucket: number, unixMs: number): boolean {
     const e = this.exemplars;
     return e === undefined || unixMs - e.times[bucket]! >= EXEMPLAR_INTERVAL_MS;
+  }
+
+  /** Sets this cell to the sum of its parts, each bucket's exemplar the newest of theirs. */
+  fold(): void {
+    const parts = this.parts!;
+    const counts = this.counts;
+    counts.fill(0);
+    let sum = 0;
+    let count = 0;
+    for (const p of parts) {
+      for (let i = 0; i < counts.length; i++) counts[i]! += p.counts[i]!;
+      sum += p.sum;
+      count += p.count;
+      const e = p.exemplars;
+      if (e === undefined) continue;
+      for (let i = 0; i < counts.length; i++) {
+        if (e.traceIds[i] !== '' && e.times[i]! > (this.exemplars?.times[i] ?? -Infinity)) this.setExemplar(i, e.traceIds[i]!, e.spanIds[i]!, e.values[i]!, e.times[i]!);
+      }
+    }
+    this.sum = sum;
+    this.count = count;
   }
 
   setExemplar(bucket: number, traceId: string, spanId: string, value: number, unixMs: number): void {
@@ -129,11 +156,19 @@ export class HistogramFamily extends Family<HistogramCell> {
     return c;
   }
 
+  /** A part of `cell` (HistogramCell.parts): its `attributes` are added to the cell's where the series is exported by them. */
+  part(cell: HistogramCell, attributes: Attributes): HistogramCell {
+    const p = new HistogramCell(attributes, this.boundaries);
+    (cell.parts ??= []).push(p);
+    return p;
+  }
+
   render(openMetrics = false): string {
     if (this.cells.length === 0) return '';
     const name = this.name;
     let out = openMetrics ? openMetricsHeader(name, 'histogram', this.description) : familyHeader(name, 'histogram', this.description);
     for (const c of this.cells) {
+      if (c.parts !== undefined) c.fold();
       if (c.braces === undefined) {
         const l = labelText(c.attributes);
         c.braces = l === '' ? '' : `{${l}}`;

@@ -7,8 +7,12 @@
 //   `rpc.server.call.duration` / `rpc.client.call.duration` for the gRPC family,
 //   Connect and tRPC, `http.server.request.duration` / `http.client.request.duration`
 //   for REST, by the call's direction (inbound: the sidecar stands for the server).
-//   Cells that differ only in what the conventions do not name (the encoding, the
-//   operation, grpc vs grpc_web) are added together into one point.
+//   Each point carries the call's status, `rpc.status_code` (the gRPC code's
+//   name) or `http.response.status_code`, read from the parts the recorder keeps
+//   by status whatever the detail level (metrics/call-recorder.ts). Cells that
+//   differ only in what the conventions do not name (the encoding, the
+//   operation, grpc vs grpc_web, a gRPC call's HTTP status) are added together
+//   into one point.
 // - Every other family keeps its labels under an `rpcscope.` name: `rpcscope_X_total`
 //   is the counter `rpcscope.X`, `rpcscope_X_seconds` the histogram `rpcscope.X` in
 //   `s`, so that a Collector's Prometheus exporter gives back the /metrics names.
@@ -49,7 +53,9 @@ function conventionOf(a: Attributes, peers: SidecarPeers): { name: string; attri
     const space = method.indexOf(' ');
     const request: Record<string, string> = space > 0 ? { 'http.request.method': method.slice(0, space), 'http.route': method.slice(space + 1) } : { 'http.request.method': '_OTHER' };
     const scheme = a.direction === 'outbound' ? outbound?.scheme : peers.inboundScheme;
-    return { name: `http.${side}.request.duration`, attributes: { ...request, ...(scheme ? { 'url.scheme': scheme } : {}), ...server } };
+    // None when the call ended without an answer (a reset, a client gone).
+    const status: Record<string, number> = typeof a.http_status === 'number' && a.http_status > 0 ? { 'http.response.status_code': a.http_status } : {};
+    return { name: `http.${side}.request.duration`, attributes: { ...request, ...status, ...(scheme ? { 'url.scheme': scheme } : {}), ...server } };
   }
   const attributes: Record<string, string | number> = { 'rpc.system.name': RPC_SYSTEM[a.protocol as keyof typeof RPC_SYSTEM] ?? String(a.protocol), 'rpc.method': method };
   if (a.code !== undefined) attributes['rpc.status_code'] = String(a.code);
@@ -133,8 +139,10 @@ export class OtlpMetricsReader {
 
   private conventions(family: HistogramFamily, start: string, now: string): OtlpMetric[] {
     const byName = new Map<string, Map<string, HistogramDataPoint>>();
-    for (const c of family.cells) {
-      const { name, attributes } = conventionOf(c.attributes, this.peers);
+    // The recorder keeps each series's latency by status in its parts (metrics/call-recorder.ts).
+    const cells = family.cells.flatMap((c) => (c.parts === undefined ? [{ c, a: c.attributes }] : c.parts.map((p) => ({ c: p, a: { ...c.attributes, ...p.attributes } }))));
+    for (const { c, a } of cells) {
+      const { name, attributes } = conventionOf(a, this.peers);
       let points = byName.get(name);
       if (points === undefined) byName.set(name, (points = new Map()));
       const key = JSON.stringify(attributes);
