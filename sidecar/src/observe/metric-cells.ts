@@ -6,6 +6,7 @@
 // text (openmetrics-text.ts), each cell's label text rendered once, on its first
 // scrape.
 import type { Attributes } from '@opentelemetry/api';
+import { ExponentialBuckets } from './exponential-buckets.ts';
 import { counterSampleName, exemplarSuffix, openMetricsHeader } from './openmetrics-text.ts';
 import { familyHeader, labelText, sampleLine, sampleValue } from './prometheus-text.ts';
 
@@ -56,6 +57,8 @@ export class HistogramCell {
    * recorded in them, and this cell is their sum, folded when rendered.
    */
   parts: HistogramCell[] | undefined;
+  /** The same values in exponential buckets, kept only when OTLP is asked for them (exponential-buckets.ts). */
+  exponential: ExponentialBuckets | undefined;
 
   constructor(readonly attributes: Attributes, private readonly boundaries: readonly number[]) {
     this.counts = new Array<number>(boundaries.length + 1).fill(0);
@@ -69,6 +72,7 @@ export class HistogramCell {
     this.counts[i]!++;
     this.sum += value;
     this.count++;
+    this.exponential?.record(value);
     return i;
   }
 
@@ -144,6 +148,8 @@ export class ValueFamily extends Family<ValueCell> {
 export class HistogramFamily extends Family<HistogramCell> {
   /** `0.005"} ` per boundary, then `+Inf"} `: the tail of each bucket line's labels. */
   private readonly leTails: readonly string[];
+  /** Whether cells bound from now on keep exponential buckets too (OTLP asked for them); set before any is bound. */
+  exponential = false;
 
   constructor(name: string, description: string, readonly boundaries: readonly number[]) {
     super(name, description);
@@ -152,6 +158,7 @@ export class HistogramFamily extends Family<HistogramCell> {
 
   cell(attributes: Attributes): HistogramCell {
     const c = new HistogramCell(attributes, this.boundaries);
+    if (this.exponential) c.exponential = new ExponentialBuckets();
     this.cells.push(c);
     return c;
   }
@@ -159,6 +166,7 @@ export class HistogramFamily extends Family<HistogramCell> {
   /** A part of `cell` (HistogramCell.parts): its `attributes` are added to the cell's where the series is exported by them. */
   part(cell: HistogramCell, attributes: Attributes): HistogramCell {
     const p = new HistogramCell(attributes, this.boundaries);
+    if (this.exponential) p.exponential = new ExponentialBuckets();
     (cell.parts ??= []).push(p);
     return p;
   }

@@ -17,11 +17,16 @@
 //   is the counter `rpcscope.X`, `rpcscope_X_seconds` the histogram `rpcscope.X` in
 //   `s`, so that a Collector's Prometheus exporter gives back the /metrics names.
 //
-// Histograms are explicit-bucket with the sidecar's own boundaries: the cells hold
-// bucket counts, from which an exponential histogram cannot be rebuilt.
+// Histograms are explicit-bucket with the sidecar's own boundaries, or, when
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION asks for
+// base2_exponential_bucket_histogram, exponential from the buckets each cell then
+// keeps beside its explicit ones (exponential-buckets.ts): bucket counts cannot
+// be turned into exponential ones. With delta temporality an exponential
+// histogram starts over after each export, at scale 20, as the SDKs' does.
 import type { Attributes } from '@opentelemetry/api';
 import { HistogramFamily, type HistogramCell, type MetricFamily, type ValueCell, ValueFamily } from './metric-cells.ts';
-import { CUMULATIVE, DELTA, stringAttributes, type HistogramDataPoint, type NumberDataPoint, type OtlpMetric } from './otlp-metrics-encoding.ts';
+import type { ExponentialBuckets } from './exponential-buckets.ts';
+import { CUMULATIVE, DELTA, stringAttributes, type ExponentialHistogramDataPoint, type HistogramDataPoint, type KeyValue, type NumberDataPoint, type OtlpMetric } from './otlp-metrics-encoding.ts';
 import type { Temporality } from './otlp-metrics-settings.ts';
 import { RPC_SYSTEM } from './rpc-system.ts';
 
@@ -133,14 +138,40 @@ export class OtlpMetricsReader {
 
   private histogram(family: HistogramFamily, start: string, now: string): OtlpMetric {
     const { name, unit } = otlpName(family.name, false);
+    if (family.exponential) {
+      const points = family.cells.flatMap((c) => (c.exponential === undefined ? [] : [this.exponentialPoint(this.take(c.exponential), stringAttributes(c.attributes), start, now)]));
+      return { name, description: family.description, unit, exponentialHistogram: { dataPoints: points, aggregationTemporality: this.temporality === 'delta' ? DELTA : CUMULATIVE } };
+    }
     const points = family.cells.map((c) => this.point(c, stringAttributes(c.attributes), family.boundaries, start, now));
     return { name, description: family.description, unit, histogram: { dataPoints: points, aggregationTemporality: this.temporality === 'delta' ? DELTA : CUMULATIVE } };
   }
 
   private conventions(family: HistogramFamily, start: string, now: string): OtlpMetric[] {
-    const byName = new Map<string, Map<string, HistogramDataPoint>>();
     // The recorder keeps each series's latency by status in its parts (metrics/call-recorder.ts).
     const cells = family.cells.flatMap((c) => (c.parts === undefined ? [{ c, a: c.attributes }] : c.parts.map((p) => ({ c: p, a: { ...c.attributes, ...p.attributes } }))));
+    const temporality = this.temporality === 'delta' ? DELTA : CUMULATIVE;
+    const description = (name: string): string => (name.startsWith('rpc.') ? DURATION_DESCRIPTION.rpc : DURATION_DESCRIPTION.http);
+    if (family.exponential) {
+      const byName = new Map<string, Map<string, { attributes: Record<string, string | number>; buckets: ExponentialBuckets }>>();
+      for (const { c, a } of cells) {
+        if (c.exponential === undefined) continue;
+        const { name, attributes } = conventionOf(a, this.peers);
+        let points = byName.get(name);
+        if (points === undefined) byName.set(name, (points = new Map()));
+        const key = JSON.stringify(attributes);
+        const buckets = this.take(c.exponential);
+        const same = points.get(key);
+        if (same === undefined) points.set(key, { attributes, buckets });
+        else same.buckets.merge(buckets);
+      }
+      return [...byName].map(([name, points]) => ({
+        name,
+        description: description(name),
+        unit: 's',
+        exponentialHistogram: { dataPoints: [...points.values()].map((p) => this.exponentialPoint(p.buckets, stringAttributes(p.attributes), start, now)), aggregationTemporality: temporality },
+      }));
+    }
+    const byName = new Map<string, Map<string, HistogramDataPoint>>();
     for (const { c, a } of cells) {
       const { name, attributes } = conventionOf(a, this.peers);
       let points = byName.get(name);
@@ -156,13 +187,23 @@ export class OtlpMetricsReader {
       same.sum += point.sum;
       same.bucketCounts = same.bucketCounts.map((n, i) => String(Number(n) + Number(point.bucketCounts[i])));
     }
-    const temporality = this.temporality === 'delta' ? DELTA : CUMULATIVE;
     return [...byName].map(([name, points]) => ({
       name,
-      description: name.startsWith('rpc.') ? DURATION_DESCRIPTION.rpc : DURATION_DESCRIPTION.http,
+      description: description(name),
       unit: 's',
       histogram: { dataPoints: [...points.values()], aggregationTemporality: temporality },
     }));
+  }
+
+  /** A copy of a cell's exponential buckets to export; with delta temporality the cell's start over. */
+  private take(buckets: ExponentialBuckets): ExponentialBuckets {
+    const copy = buckets.copy();
+    if (this.temporality === 'delta') buckets.reset();
+    return copy;
+  }
+
+  private exponentialPoint(b: ExponentialBuckets, attributes: KeyValue[], start: string, now: string): ExponentialHistogramDataPoint {
+    return { attributes, startTimeUnixNano: start, timeUnixNano: now, count: String(b.count), sum: b.sum, scale: b.scale, zeroCount: String(b.zeroCount), positive: { offset: b.offset, bucketCounts: b.counts.map(String) } };
   }
 
   /** A histogram cell's point; cumulative, or what changed since the previous export. */

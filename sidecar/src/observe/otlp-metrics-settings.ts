@@ -26,6 +26,12 @@ export interface OtlpMetricsSettings {
    */
   readonly timeoutMs: number;
   readonly temporality: Temporality;
+  /**
+   * OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: `explicit` (the sidecar's
+   * own boundaries, by default) or `exponential`, for which every histogram cell
+   * keeps exponential buckets too (exponential-buckets.ts).
+   */
+  readonly histogramAggregation: 'explicit' | 'exponential';
   readonly gzip: boolean;
   /** What the start should say about a setting it honours differently than asked. */
   readonly warnings: readonly string[];
@@ -124,12 +130,7 @@ export function otlpMetricsSettings(env: Env): OtlpMetricsSettings | undefined {
   const temporality = preference ? oneOf('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', preference, ['cumulative', 'delta', 'lowmemory'] as const) : 'cumulative';
 
   const aggregation = env.OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION;
-  if (aggregation) {
-    const a = oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', aggregation, ['explicit_bucket_histogram', 'base2_exponential_bucket_histogram'] as const);
-    if (a === 'base2_exponential_bucket_histogram') {
-      warnings.push('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram: histograms are sent with explicit buckets, the sidecar\'s own (the cells it keeps for /metrics hold bucket counts, not the values an exponential histogram needs)');
-    }
-  }
+  const histogramAggregation = aggregation && oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', aggregation, ['explicit_bucket_histogram', 'base2_exponential_bucket_histogram'] as const) === 'base2_exponential_bucket_histogram' ? 'exponential' : 'explicit';
   // `lowmemory` is delta for counters and histograms, cumulative for up-down counters; every rpcscope gauge is a gauge.
-  return { url, protocol, headers, intervalMs, timeoutMs, temporality: temporality === 'cumulative' ? 'cumulative' : 'delta', gzip, warnings };
+  return { url, protocol, headers, intervalMs, timeoutMs, temporality: temporality === 'cumulative' ? 'cumulative' : 'delta', histogramAggregation, gzip, warnings };
 }

@@ -67,6 +67,44 @@ describe('OtlpMetricsReader', () => {
     assert.doesNotMatch(text, /code=|http_status=/, 'the parts\' attributes stay out of the exposition');
   });
 
+  it('sends exponential histograms when asked, from the buckets each cell keeps beside its explicit ones; with delta temporality each export\'s own', () => {
+    const duration = new HistogramFamily('rpcscope_call_duration_seconds', 'd', [0.1, 1]);
+    const overhead = new HistogramFamily('rpcscope_proxy_overhead_seconds', 'o', [0.001]);
+    duration.exponential = overhead.exponential = true;
+    const series = duration.cell({ direction: 'inbound', protocol: 'grpc', encoding: 'proto', method: 'm/M', operation: 'm/M' });
+    const grpcWeb = duration.cell({ direction: 'inbound', protocol: 'grpc_web', encoding: 'text', method: 'm/M', operation: 'm/M' });
+    const ok = duration.part(series, { code: 'OK', http_status: 200 });
+    const okWeb = duration.part(grpcWeb, { code: 'OK', http_status: 200 });
+    const o = overhead.cell({ direction: 'inbound', protocol: 'grpc' });
+    for (const v of [0.04, 0.041, 0.042]) ok.record(v);
+    okWeb.record(0.043);
+    o.record(0.00002);
+    const reader = new OtlpMetricsReader('delta', 0, duration);
+    const exponential = (metrics: OtlpMetric[], name: string) => {
+      const m = metrics.find((x) => x.name === name);
+      assert.ok(m && 'exponentialHistogram' in m, `no exponential histogram ${name}`);
+      return m.exponentialHistogram.dataPoints;
+    };
+    const first = reader.read([duration, overhead], 1000);
+    const [point] = exponential(first, 'rpc.server.call.duration');
+    // grpc and grpc_web are one point: their buckets merged.
+    assert.deepEqual([point!.count, point!.zeroCount, attrs(point!)], ['4', '0', { 'rpc.system.name': 'grpc', 'rpc.method': 'm/M', 'rpc.status_code': 'OK' }]);
+    assert.ok(Math.abs(point!.sum - 0.166) < 1e-12);
+    assert.equal(point!.positive.bucketCounts.reduce((n, c) => n + Number(c), 0), 4);
+    // 40 to 43 ms in at most 160 buckets: each about 0.03 % wide.
+    assert.ok(point!.scale >= 10, `scale ${point!.scale}`);
+    assert.equal(exponential(first, 'rpcscope.proxy_overhead')[0]!.count, '1');
+
+    ok.record(2);
+    const second = reader.read([duration, overhead], 2000);
+    const [delta] = exponential(second, 'rpc.server.call.duration');
+    assert.deepEqual([delta!.count, delta!.sum, delta!.positive.bucketCounts, delta!.positive.offset], ['1', 2, ['1'], (1 << 20) - 1]);
+    assert.equal(delta!.scale, 20, 'a delta starts over at scale 20');
+    assert.equal(exponential(second, 'rpcscope.proxy_overhead')[0]!.count, '0');
+    // The explicit buckets, which /metrics serves, are the cumulative ones still.
+    assert.match(duration.render(), /^rpcscope_call_duration_seconds_count\{direction="inbound",protocol="grpc",.*\} 4$/m);
+  });
+
   it('names the other families rpcscope.*, so that a Prometheus exporter gives back the /metrics names', () => {
     assert.deepEqual(otlpName('rpcscope_stream_resets_total', true), { name: 'rpcscope.stream_resets', unit: '' });
     assert.deepEqual(otlpName('rpcscope_stream_duration_seconds', false), { name: 'rpcscope.stream_duration', unit: 's' });

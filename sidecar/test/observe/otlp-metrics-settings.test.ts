@@ -45,9 +45,12 @@ describe('otlpMetricsSettings', () => {
     assert.equal(s.temporality, 'delta');
   });
 
-  it('warns that exponential histograms are sent with explicit buckets', () => {
-    const s = otlpMetricsSettings({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram' })!;
-    assert.match(s.warnings[0]!, /explicit buckets/);
+  it('sends explicit-bucket histograms unless OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION asks for exponential ones', () => {
+    const aggregation = (value?: string) => otlpMetricsSettings({ OTEL_METRICS_EXPORTER: 'otlp', ...(value ? { OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: value } : {}) })!.histogramAggregation;
+    assert.equal(aggregation(), 'explicit');
+    assert.equal(aggregation('explicit_bucket_histogram'), 'explicit');
+    assert.equal(aggregation('Base2_Exponential_Bucket_Histogram'), 'exponential');
+    assert.throws(() => aggregation('exponential'), /OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: "exponential" is not one of explicit_bucket_histogram, base2_exponential_bucket_histogram/);
   });
 
   it('refuses what the specification does not allow, naming the variable, the value and what is allowed', () => {
