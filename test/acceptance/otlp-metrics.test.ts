@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type Upstream } from '@rpcscope/demo';
 import { parseExposition, select, sum, type Sample } from '../support/metrics-text.ts';
-import { startOtlpReceiver, type OtlpHistogramPoint, type OtlpKeyValue, type OtlpMetric, type OtlpMetricsExport, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import { startOtlpReceiver, type OtlpExponentialHistogramPoint, type OtlpHistogramPoint, type OtlpKeyValue, type OtlpMetric, type OtlpMetricsExport, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
 type UnaryCallback = (err: grpc.ServiceError | null) => void;
@@ -172,6 +172,18 @@ function convention(labels: Record<string, string>, upstream?: URL): Record<stri
   }
   const system = { grpc: 'grpc', grpc_web: 'grpc', connect: 'connectrpc', trpc: 'trpc' }[labels.protocol!]!;
   return { instrument: `rpc.${side}.call.duration`, 'rpc.system.name': system, 'rpc.method': labels.method!, ...server };
+}
+
+/** The exponential points' count and sum added up equal the /metrics histogram series of `labels` added up. */
+function assertCountAndSum(points: readonly OtlpExponentialHistogramPoint[], samples: readonly Sample[], name: string, labels: Record<string, string>): void {
+  const count = points.reduce((n, p) => n + Number(p.count), 0);
+  const total = points.reduce((n, p) => n + (p.sum ?? 0), 0);
+  const buckets = points.reduce((n, p) => n + Number(p.zeroCount ?? 0) + (p.positive?.bucketCounts ?? []).reduce<number>((m, c) => m + Number(c), 0), 0);
+  const what = `${name} ${key(labels)}`;
+  assert.equal(count, sum(samples, `${name}_count`, labels), `${what}: count`);
+  assert.equal(buckets, count, `${what}: the buckets hold every value`);
+  const want = sum(samples, `${name}_sum`, labels);
+  assert.ok(Math.abs(total - want) <= 1e-9 * Math.max(1, want), `${what}: sum ${total} != ${want}`);
 }
 
 /**
@@ -444,7 +456,68 @@ describe('OTLP metrics', () => {
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_METRIC_EXPORT_INTERVAL: 'soon' }), /OTEL_METRIC_EXPORT_INTERVAL: "soon" is not a positive whole number/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'team' }), /OTEL_RESOURCE_ATTRIBUTES: "team" is not key=value/);
     await assert.rejects(start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonReceiver.url}/v1/traces`, OTEL_RESOURCE_ATTRIBUTES: 'team=a,=b' }), /OTEL_RESOURCE_ATTRIBUTES: "=b" is not key=value/);
-    const warned = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${jsonReceiver.url}/v1/metrics`, OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram' });
-    assert.match(warned.log(), /explicit buckets/);
+    await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'exponential' }), /OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: "exponential" is not one of explicit_bucket_histogram, base2_exponential_bucket_histogram/);
+  });
+
+  it('pushes exponential histograms when asked: counts and sums equal the scrape\'s, and a quantile read from them lies within a bucket of the latency the app adds', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const sidecar = await start({
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${receiver.url}/v1/metrics`,
+        OTEL_METRIC_EXPORT_INTERVAL: '200',
+        OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram',
+      });
+      // The app holds each OK call 40 ms; the client times each call, an upper bound of what the sidecar saw.
+      const client = await echoClient(sidecar.url);
+      let slowest = 0;
+      try {
+        for (let i = 0; i < 15; i++) {
+          const t0 = performance.now();
+          assert.equal(await echo(client, { message: `m${i}`, delayMs: 40 }), 0);
+          slowest = Math.max(slowest, (performance.now() - t0) / 1000);
+          if (i % 5 === 0) assert.equal(await echo(client, { message: 'missing', failCode: grpc.status.NOT_FOUND }), grpc.status.NOT_FOUND);
+          assert.equal(await rest(sidecar.url, `/v1/echo/item-${i}`), 200);
+        }
+      } finally {
+        client.close();
+      }
+      const samples = await settle(sidecar, receiver);
+      const last = receiver.metrics.at(-1)!;
+      assert.equal(last.contentType, 'application/x-protobuf');
+      const metrics = accumulate([last]);
+      const rpc = metrics.get('rpc.server.call.duration')?.exponentialHistogram;
+      assert.ok(rpc, `no exponential rpc.server.call.duration in ${[...metrics.keys()].join(', ')}`);
+      assert.equal(rpc.aggregationTemporality, 2);
+      assert.ok([...metrics.values()].every((m) => m.histogram === undefined), 'no explicit-bucket histogram left');
+
+      // Each point's count, by status, is the scrape's count of calls with that code.
+      const byCode = Object.fromEntries(rpc.dataPoints.map((p) => [attrs(p.attributes)['rpc.status_code'], p]));
+      assert.deepEqual(Object.keys(byCode).sort(), ['NOT_FOUND', 'OK']);
+      for (const code of ['OK', 'NOT_FOUND']) assert.equal(Number(byCode[code]!.count), sum(samples, 'rpcscope_calls_total', { protocol: 'grpc', code }), code);
+      // Count and sum: every exponential histogram against its /metrics family.
+      const durations = [...metrics.values()].filter((m) => /^(rpc|http)\.server\./.test(m.name)).flatMap((m) => m.exponentialHistogram!.dataPoints);
+      assertCountAndSum(durations, samples, 'rpcscope_call_duration_seconds', {});
+      for (const m of metrics.values()) {
+        if (!m.name.startsWith('rpcscope.') || m.exponentialHistogram === undefined) continue;
+        const name = `${m.name.replace(/^rpcscope\./, 'rpcscope_')}${m.unit === 's' ? '_seconds' : ''}`;
+        for (const p of m.exponentialHistogram.dataPoints) assertCountAndSum([p], samples, name, attrs(p.attributes));
+      }
+
+      // The median OK call's bucket: its bounds hold a latency between the app's 40 ms and the slowest call the client timed.
+      const ok = byCode.OK!;
+      const scale = ok.scale ?? 0;
+      const offset = ok.positive?.offset ?? 0;
+      const counts: number[] = (ok.positive?.bucketCounts ?? []).map(Number);
+      let seen = Number(ok.zeroCount ?? 0);
+      const k = counts.findIndex((c: number) => (seen += c) >= Number(ok.count) / 2);
+      const lower = 2 ** ((offset + k) * 2 ** -scale);
+      const upper = 2 ** ((offset + k + 1) * 2 ** -scale);
+      assert.ok(upper >= 0.04 && lower <= slowest, `the median's bucket (${lower}, ${upper}] s holds no latency between 0.04 s and ${slowest} s`);
+      // And the scale is the finest 160 buckets allow: one step finer could not span 40 ms to the slowest call.
+      assert.ok(Math.log2(slowest / 0.04) * 2 ** (scale + 1) > 159, `scale ${scale} (buckets ${((upper / lower - 1) * 100).toFixed(2)} % wide) is coarser than 40 ms to ${slowest} s needs`);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -41,6 +41,18 @@ export interface OtlpHistogramPoint {
   explicitBounds?: number[];
 }
 
+export interface OtlpExponentialHistogramPoint {
+  attributes?: OtlpKeyValue[];
+  startTimeUnixNano: string;
+  timeUnixNano: string;
+  count: string | number;
+  sum?: number;
+  /** Absent when 0 (proto3 defaults are left out). */
+  scale?: number;
+  zeroCount?: string | number;
+  positive?: { offset?: number; bucketCounts?: (string | number)[] };
+}
+
 export interface OtlpMetric {
   name: string;
   description?: string;
@@ -48,6 +60,7 @@ export interface OtlpMetric {
   gauge?: { dataPoints: OtlpNumberPoint[] };
   sum?: { dataPoints: OtlpNumberPoint[]; aggregationTemporality: number; isMonotonic?: boolean };
   histogram?: { dataPoints: OtlpHistogramPoint[]; aggregationTemporality: number };
+  exponentialHistogram?: { dataPoints: OtlpExponentialHistogramPoint[]; aggregationTemporality: number };
 }
 
 export interface OtlpMetricsRequest {
