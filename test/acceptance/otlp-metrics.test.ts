@@ -8,6 +8,7 @@
 // resource and headers the OTEL_* variables ask for, and receivers that hang or
 // are down: calls go on, and the exports they cost are counted as lost.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -16,6 +17,7 @@ import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type Upstre
 import { parseExposition, select, sum, type Sample } from '../support/metrics-text.ts';
 import { startOtlpReceiver, type OtlpExponentialHistogramPoint, type OtlpHistogramPoint, type OtlpKeyValue, type OtlpMetric, type OtlpMetricsExport, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
+import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 
 type UnaryCallback = (err: grpc.ServiceError | null) => void;
 interface GrpcJsEcho extends grpc.Client {
@@ -448,6 +450,48 @@ describe('OTLP metrics', () => {
       assert.ok(dropped! >= 3, `${dropped} dropped turns while a 700 ms export was out at a 100 ms interval`);
     } finally {
       await slow.close();
+    }
+  });
+
+  it('pushes to an https:// receiver that requires a client certificate, with the CA and the certificate the OTEL_EXPORTER_OTLP_* variables name', async () => {
+    const serverCert = makeSelfSignedCert();
+    const clientCert = makeSelfSignedCert();
+    const receiver = await startOtlpReceiver({ tls: { cert: serverCert.cert, key: readFileSync(serverCert.keyFile), clientCa: clientCert.cert } });
+    try {
+      const endpoint = `${receiver.url}/v1/metrics`;
+      const trusted = await start({
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: endpoint,
+        OTEL_METRIC_EXPORT_INTERVAL: '200',
+        OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: serverCert.certFile,
+        // The general variables serve where no metrics-specific one is set.
+        OTEL_EXPORTER_OTLP_CLIENT_KEY: clientCert.keyFile,
+        OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: clientCert.certFile,
+      });
+      // Without the CA, the receiver's certificate is not trusted; without a client certificate, the receiver refuses.
+      const noCa = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: endpoint, OTEL_METRIC_EXPORT_INTERVAL: '200' });
+      const noClientCert = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: endpoint, OTEL_METRIC_EXPORT_INTERVAL: '200', OTEL_EXPORTER_OTLP_CERTIFICATE: serverCert.certFile });
+      await traffic(trusted, 3);
+      const samples = await settle(trusted, receiver);
+      const last = receiver.metrics.at(-1)!;
+      assert.equal(last.clientCertificate, 'localhost', 'the sidecar presented its client certificate');
+      assert.equal(sum(samples, 'rpcscope_calls_total'), 3 + 1 + 3 + 1);
+      assertConventionsEqual(accumulate([last]), samples);
+
+      const outcomes = async (s: SidecarProcess): Promise<{ success: number; failure: number }> => {
+        const scraped = parseExposition(await (await fetch(`${s.adminUrl}/metrics`)).text());
+        return { success: sum(scraped, 'rpcscope_otlp_exports_total', { outcome: 'success' }), failure: sum(scraped, 'rpcscope_otlp_exports_total', { outcome: 'failure' }) };
+      };
+      for (const [s, why] of [[noCa, /self[- ]signed certificate/], [noClientCert, /socket hang up|ECONNRESET|certificate required|alert/]] as const) {
+        await traffic(s, 1);
+        await until('a failed export', async () => (await outcomes(s)).failure >= 1);
+        assert.equal((await outcomes(s)).success, 0);
+        assert.match(s.log(), /OTLP metrics export failed/);
+        assert.match(s.log(), why);
+      }
+      assert.ok(receiver.metrics.every((e) => e.clientCertificate === 'localhost'), 'only the sidecar with a client certificate got through');
+    } finally {
+      await receiver.close();
     }
   });
 

@@ -5,6 +5,8 @@
 // stops the start with the variable, the value and what is allowed.
 // https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
 // https://opentelemetry.io/docs/specs/otel/protocol/exporter/
+import { readFileSync } from 'node:fs';
+import { nodeTls } from '../builtins.ts';
 import { ConfigError } from '../config/parse-value.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -33,8 +35,21 @@ export interface OtlpMetricsSettings {
    */
   readonly histogramAggregation: 'explicit' | 'exponential';
   readonly gzip: boolean;
+  /**
+   * For an https:// endpoint, the PEM files OTEL_EXPORTER_OTLP_[METRICS_]CERTIFICATE
+   * (the CAs the receiver's certificate is checked against, in place of the system's),
+   * _CLIENT_KEY and _CLIENT_CERTIFICATE (the sidecar's own, for a receiver that asks
+   * for one) name, read at start.
+   */
+  readonly tls: OtlpTls;
   /** What the start should say about a setting it honours differently than asked. */
   readonly warnings: readonly string[];
+}
+
+export interface OtlpTls {
+  readonly ca?: Buffer;
+  readonly key?: Buffer;
+  readonly cert?: Buffer;
 }
 
 /** Signal-specific first, then the general variable (the specification's order). */
@@ -86,6 +101,43 @@ function parseUrl(name: string, text: string): URL {
   return url;
 }
 
+/** A PEM file a TLS variable names, read now: a path that cannot be read stops the start. */
+function pemFile(setting: [string, string] | undefined): Buffer | undefined {
+  if (setting === undefined) return undefined;
+  const [name, path] = setting;
+  try {
+    return readFileSync(path.trim());
+  } catch (err) {
+    throw new ConfigError(`${name}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** The TLS files, checked as TLS will use them, so that a wrong file stops the start rather than every export. */
+function tlsSettings(env: Env, url: URL, warnings: string[]): OtlpTls {
+  const caSetting = pick(env, 'CERTIFICATE');
+  const keySetting = pick(env, 'CLIENT_KEY');
+  const certSetting = pick(env, 'CLIENT_CERTIFICATE');
+  const named = [caSetting, keySetting, certSetting].flatMap((s) => (s === undefined ? [] : [s[0]]));
+  if (named.length === 0) return {};
+  if (url.protocol !== 'https:') {
+    warnings.push(`${named.join(', ')}: not used, the OTLP metrics endpoint ${url.href} is not https://`);
+    return {};
+  }
+  if ((keySetting === undefined) !== (certSetting === undefined)) {
+    const [given, missing] = keySetting ? [keySetting[0], 'OTEL_EXPORTER_OTLP_[METRICS_]CLIENT_CERTIFICATE'] : [certSetting![0], 'OTEL_EXPORTER_OTLP_[METRICS_]CLIENT_KEY'];
+    throw new ConfigError(`${given} is set but ${missing} is not: a client certificate needs both its key and its certificate`);
+  }
+  const tls: OtlpTls = { ca: pemFile(caSetting), key: pemFile(keySetting), cert: pemFile(certSetting) };
+  try {
+    // TLS takes a CA file without a certificate in it silently, and would then trust nothing.
+    if (tls.ca !== undefined) new (process.getBuiltinModule('node:crypto').X509Certificate)(tls.ca);
+    nodeTls().createSecureContext(tls);
+  } catch (err) {
+    throw new ConfigError(`${named.join(', ')}: not usable for TLS: ${(err as Error).message}`);
+  }
+  return tls;
+}
+
 /** The settings, or undefined when OTLP metrics are off. */
 export function otlpMetricsSettings(env: Env): OtlpMetricsSettings | undefined {
   if (env.OTEL_SDK_DISABLED === 'true') return undefined;
@@ -132,5 +184,6 @@ export function otlpMetricsSettings(env: Env): OtlpMetricsSettings | undefined {
   const aggregation = env.OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION;
   const histogramAggregation = aggregation && oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', aggregation, ['explicit_bucket_histogram', 'base2_exponential_bucket_histogram'] as const) === 'base2_exponential_bucket_histogram' ? 'exponential' : 'explicit';
   // `lowmemory` is delta for counters and histograms, cumulative for up-down counters; every rpcscope gauge is a gauge.
-  return { url, protocol, headers, intervalMs, timeoutMs, temporality: temporality === 'cumulative' ? 'cumulative' : 'delta', histogramAggregation, gzip, warnings };
+  const tls = tlsSettings(env, url, warnings);
+  return { url, protocol, headers, intervalMs, timeoutMs, temporality: temporality === 'cumulative' ? 'cumulative' : 'delta', histogramAggregation, gzip, tls, warnings };
 }
