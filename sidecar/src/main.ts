@@ -10,6 +10,7 @@ import { createCallTracing, tracingEnabled } from './observe/tracing-from-env.ts
 import { createObservation } from './observe/observation.ts';
 import { resourceAttributes } from './observe/otel-resource.ts';
 import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-metrics-settings.ts';
+import { checkOtlpTracesSettings } from './observe/otlp-traces-settings.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
@@ -29,6 +30,7 @@ async function main(): Promise<number> {
   let config: Config;
   let files: StartFiles;
   let otlpMetrics: OtlpMetricsSettings | undefined;
+  const otelWarnings: string[] = [];
   try {
     const result = loadConfig(process.argv.slice(2), process.env);
     if (result.kind === 'help') {
@@ -44,6 +46,7 @@ async function main(): Promise<number> {
     files = loadStartFiles(config);
     // The OTEL_* variables are settings too: a bad one stops the start (and --check), named.
     otlpMetrics = otlpMetricsSettings(process.env);
+    if (tracingEnabled(process.env)) otelWarnings.push(...checkOtlpTracesSettings(process.env));
     // The resource is read only where something is exported: an operator's cluster-wide
     // OTEL_RESOURCE_ATTRIBUTES does not stop a sidecar that exports nothing over OTLP.
     if (otlpMetrics !== undefined || tracingEnabled(process.env)) resourceAttributes(config.serviceName, process.env);
@@ -55,10 +58,10 @@ async function main(): Promise<number> {
     return configFailure(err);
   }
   const log = createLogger(config.logLevel);
-  for (const warning of otlpMetrics?.warnings ?? []) log.warn(warning);
+  for (const warning of [...(otlpMetrics?.warnings ?? []), ...otelWarnings]) log.warn(warning);
   let sidecar: Sidecar;
   try {
-    const tracing = await createCallTracing(config.serviceName, process.env);
+    const tracing = await createCallTracing(config.serviceName, process.env, log);
     sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing, otlpMetrics));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.

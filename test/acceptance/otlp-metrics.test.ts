@@ -429,6 +429,13 @@ describe('OTLP metrics', () => {
     assert.match(downSidecar.log(), /OTLP metrics export failed/);
   });
 
+  it('logs what the tracing SDK reports, such as a span export to a receiver that is down, and goes on serving calls', async () => {
+    const sidecar = await start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${downUrl}/v1/traces`, OTEL_BSP_SCHEDULE_DELAY: '50' });
+    await traffic(sidecar, 2);
+    await until('a log line from the tracing SDK', () => /OpenTelemetry tracing: /.test(sidecar.log()));
+    assert.equal(await rest(sidecar.url, '/v1/echo/after'), 200);
+  });
+
   it('drops, and counts, an export whose turn comes while the previous one is still out: never two in flight', async () => {
     const slow = await startOtlpReceiver({ answer: 'never' });
     try {
@@ -500,6 +507,9 @@ describe('OTLP metrics', () => {
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_METRIC_EXPORT_INTERVAL: 'soon' }), /OTEL_METRIC_EXPORT_INTERVAL: "soon" is not a positive whole number/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'team' }), /OTEL_RESOURCE_ATTRIBUTES: "team" is not key=value/);
     await assert.rejects(start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonReceiver.url}/v1/traces`, OTEL_RESOURCE_ATTRIBUTES: 'team=a,=b' }), /OTEL_RESOURCE_ATTRIBUTES: "=b" is not key=value/);
+    // The span export's variables too, which the OpenTelemetry SDK would otherwise drop without a word.
+    await assert.rejects(start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonReceiver.url}/v1/traces`, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" is not offered/);
+    await assert.rejects(start({ OTEL_EXPORTER_OTLP_ENDPOINT: jsonReceiver.url, OTEL_TRACES_EXPORTER: 'zipkin' }), /OTEL_TRACES_EXPORTER: "zipkin" is not one of otlp, none/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'exponential' }), /OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: "exponential" is not one of explicit_bucket_histogram, base2_exponential_bucket_histogram/);
   });
 

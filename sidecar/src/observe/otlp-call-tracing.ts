@@ -1,10 +1,11 @@
 // Spans over OTLP/HTTP with the OpenTelemetry SDK: what tracing-from-env.ts loads
 // when tracing is on.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import { DiagLogLevel, ROOT_CONTEXT, SpanKind, diag, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { Logger } from '../log.ts';
 import type { CallRecord } from './call-record.ts';
 import { decideCode } from './call-outcome.ts';
 import type { CallTracing, HeaderBag } from './call-tracing.ts';
@@ -79,7 +80,20 @@ class OtlpCallTracing implements CallTracing {
   }
 }
 
-export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
+export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>, log?: Logger): CallTracing {
+  // What the SDK reports (an export that failed, a setting it fell back from) goes to
+  // the sidecar's log, where it would otherwise go nowhere.
+  // The same message at most once a minute: a Collector that is down fails every batch.
+  if (log !== undefined) {
+    const last = new Map<string, number>();
+    const line = (write: Logger['warn']) => (message: string, ...args: unknown[]) => {
+      const now = Date.now();
+      if (now - (last.get(message) ?? -Infinity) < 60_000) return;
+      last.set(message, now);
+      write(`OpenTelemetry tracing: ${message}`, args.length > 0 ? { details: args.map((a) => (a instanceof Error ? a.message : String(a))).join(' ') } : undefined);
+    };
+    diag.setLogger({ error: line(log.error), warn: line(log.warn), info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
+  }
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes(resourceAttributes(serviceName, env)),
     // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.

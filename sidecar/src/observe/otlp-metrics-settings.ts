@@ -52,9 +52,11 @@ export interface OtlpTls {
   readonly cert?: Buffer;
 }
 
+export type Signal = 'METRICS' | 'TRACES';
+
 /** Signal-specific first, then the general variable (the specification's order). */
-function pick(env: Env, name: string): [string, string] | undefined {
-  const specific = `OTEL_EXPORTER_OTLP_METRICS_${name}`;
+export function pick(env: Env, name: string, signal: Signal = 'METRICS'): [string, string] | undefined {
+  const specific = `OTEL_EXPORTER_OTLP_${signal}_${name}`;
   if (env[specific]) return [specific, env[specific]];
   const general = `OTEL_EXPORTER_OTLP_${name}`;
   return env[general] ? [general, env[general]] : undefined;
@@ -68,14 +70,14 @@ function milliseconds(env: Env, name: string, fallback: number): number {
   return n;
 }
 
-function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {
+export function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {
   const value = text.trim().toLowerCase();
   if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(`${name}: "${text}" is not one of ${allowed.join(', ')}`);
   return value as T;
 }
 
 /** `key=value,key2=value2`, percent-decoded, as OTEL_EXPORTER_OTLP_HEADERS writes them. */
-function parseHeaders(name: string, text: string): Record<string, string> {
+export function parseHeaders(name: string, text: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const entry of text.split(',')) {
     if (entry.trim() === '') continue;
@@ -90,7 +92,7 @@ function parseHeaders(name: string, text: string): Record<string, string> {
   return headers;
 }
 
-function parseUrl(name: string, text: string): URL {
+export function parseUrl(name: string, text: string): URL {
   let url: URL;
   try {
     url = new URL(text);
@@ -113,18 +115,18 @@ function pemFile(setting: [string, string] | undefined): Buffer | undefined {
 }
 
 /** The TLS files, checked as TLS will use them, so that a wrong file stops the start rather than every export. */
-function tlsSettings(env: Env, url: URL, warnings: string[]): OtlpTls {
-  const caSetting = pick(env, 'CERTIFICATE');
-  const keySetting = pick(env, 'CLIENT_KEY');
-  const certSetting = pick(env, 'CLIENT_CERTIFICATE');
+export function tlsSettings(env: Env, url: URL, warnings: string[], signal: Signal = 'METRICS'): OtlpTls {
+  const caSetting = pick(env, 'CERTIFICATE', signal);
+  const keySetting = pick(env, 'CLIENT_KEY', signal);
+  const certSetting = pick(env, 'CLIENT_CERTIFICATE', signal);
   const named = [caSetting, keySetting, certSetting].flatMap((s) => (s === undefined ? [] : [s[0]]));
   if (named.length === 0) return {};
   if (url.protocol !== 'https:') {
-    warnings.push(`${named.join(', ')}: not used, the OTLP metrics endpoint ${url.href} is not https://`);
+    warnings.push(`${named.join(', ')}: not used, the OTLP ${signal.toLowerCase()} endpoint ${url.href} is not https://`);
     return {};
   }
   if ((keySetting === undefined) !== (certSetting === undefined)) {
-    const [given, missing] = keySetting ? [keySetting[0], 'OTEL_EXPORTER_OTLP_[METRICS_]CLIENT_CERTIFICATE'] : [certSetting![0], 'OTEL_EXPORTER_OTLP_[METRICS_]CLIENT_KEY'];
+    const [given, missing] = keySetting ? [keySetting[0], `OTEL_EXPORTER_OTLP_[${signal}_]CLIENT_CERTIFICATE`] : [certSetting![0], `OTEL_EXPORTER_OTLP_[${signal}_]CLIENT_KEY`];
     throw new ConfigError(`${given} is set but ${missing} is not: a client certificate needs both its key and its certificate`);
   }
   const tls: OtlpTls = { ca: pemFile(caSetting), key: pemFile(keySetting), cert: pemFile(certSetting) };

@@ -1,6 +1,7 @@
 // Which call tracing a sidecar runs with, from the standard OpenTelemetry
 // variables. The OpenTelemetry SDK (otlp-call-tracing.ts) is loaded only when
 // tracing is on: a sidecar without it never holds the SDK in memory.
+import type { Logger } from '../log.ts';
 import { noopTracing, type CallTracing } from './call-tracing.ts';
 
 export function tracingEnabled(env: Readonly<Record<string, string | undefined>>): boolean {
@@ -9,8 +10,8 @@ export function tracingEnabled(env: Readonly<Record<string, string | undefined>>
 }
 
 /** The call tracing the environment asks for: the no-op one, or spans over OTLP/HTTP. */
-export async function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): Promise<CallTracing> {
+export async function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>, log?: Logger): Promise<CallTracing> {
   if (!tracingEnabled(env)) return noopTracing;
   const { createOtlpCallTracing } = await import('./otlp-call-tracing.ts');
-  return createOtlpCallTracing(serviceName, env);
+  return createOtlpCallTracing(serviceName, env, log);
 }
