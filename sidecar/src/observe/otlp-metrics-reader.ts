@@ -80,6 +80,14 @@ export function otlpName(prometheusName: string, counter: boolean): { name: stri
   return { name: `rpcscope.${rest}`, unit };
 }
 
+/** The semantic-convention point a latency cell is part of. */
+interface ConventionPoint {
+  name: string;
+  /** The attributes as a Map key: cells that agree on them are one point. */
+  key: string;
+  kv: KeyValue[];
+}
+
 /** What a delta export subtracts: each cell's values at the previous export. */
 interface Previous {
   value: number;
@@ -90,6 +98,7 @@ interface Previous {
 
 export class OtlpMetricsReader {
   private readonly previous = new WeakMap<ValueCell | HistogramCell, Previous>();
+  private readonly conventionPoints = new WeakMap<HistogramCell, ConventionPoint>();
   /** Unix ms: the start of every cumulative series, and of the first delta. */
   private lastExport: number;
 
@@ -148,36 +157,43 @@ export class OtlpMetricsReader {
 
   private conventions(family: HistogramFamily, start: string, now: string): OtlpMetric[] {
     // The recorder keeps each series's latency by status in its parts (metrics/call-recorder.ts).
-    const cells = family.cells.flatMap((c) => (c.parts === undefined ? [{ c, a: c.attributes }] : c.parts.map((p) => ({ c: p, a: { ...c.attributes, ...p.attributes } }))));
+    const cells: { c: HistogramCell; point: ConventionPoint }[] = [];
+    for (const series of family.cells) {
+      for (const c of series.parts ?? [series]) {
+        // A cell's attributes never change: its point's name, attributes and key are worked out once.
+        let point = this.conventionPoints.get(c);
+        if (point === undefined) {
+          const { name, attributes } = conventionOf(c === series ? c.attributes : { ...series.attributes, ...c.attributes }, this.peers);
+          this.conventionPoints.set(c, (point = { name, key: JSON.stringify(attributes), kv: stringAttributes(attributes) }));
+        }
+        cells.push({ c, point });
+      }
+    }
     const temporality = this.temporality === 'delta' ? DELTA : CUMULATIVE;
     const description = (name: string): string => (name.startsWith('rpc.') ? DURATION_DESCRIPTION.rpc : DURATION_DESCRIPTION.http);
     if (family.exponential) {
-      const byName = new Map<string, Map<string, { attributes: Record<string, string | number>; buckets: ExponentialBuckets }>>();
-      for (const { c, a } of cells) {
+      const byName = new Map<string, Map<string, { kv: KeyValue[]; buckets: ExponentialBuckets }>>();
+      for (const { c, point: { name, key, kv } } of cells) {
         if (c.exponential === undefined) continue;
-        const { name, attributes } = conventionOf(a, this.peers);
         let points = byName.get(name);
         if (points === undefined) byName.set(name, (points = new Map()));
-        const key = JSON.stringify(attributes);
         const buckets = this.take(c.exponential);
         const same = points.get(key);
-        if (same === undefined) points.set(key, { attributes, buckets });
+        if (same === undefined) points.set(key, { kv, buckets });
         else same.buckets.merge(buckets);
       }
       return [...byName].map(([name, points]) => ({
         name,
         description: description(name),
         unit: 's',
-        exponentialHistogram: { dataPoints: [...points.values()].map((p) => this.exponentialPoint(p.buckets, stringAttributes(p.attributes), start, now)), aggregationTemporality: temporality },
+        exponentialHistogram: { dataPoints: [...points.values()].map((p) => this.exponentialPoint(p.buckets, p.kv, start, now)), aggregationTemporality: temporality },
       }));
     }
     const byName = new Map<string, Map<string, HistogramDataPoint>>();
-    for (const { c, a } of cells) {
-      const { name, attributes } = conventionOf(a, this.peers);
+    for (const { c, point: { name, key, kv } } of cells) {
       let points = byName.get(name);
       if (points === undefined) byName.set(name, (points = new Map()));
-      const key = JSON.stringify(attributes);
-      const point = this.point(c, stringAttributes(attributes), family.boundaries, start, now);
+      const point = this.point(c, kv, family.boundaries, start, now);
       const same = points.get(key);
       if (same === undefined) {
         points.set(key, point);
