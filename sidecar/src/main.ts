@@ -6,7 +6,7 @@ import { loadConfig, type Config } from './config/load.ts';
 import { ConfigError } from './config/parse-value.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
-import { createCallTracing, tracingEnabled } from './observe/tracing-from-env.ts';
+import { createCallTracing, logTracingDiagnostics, tracingEnabled } from './observe/tracing-from-env.ts';
 import { createObservation } from './observe/observation.ts';
 import { resourceAttributes } from './observe/otel-resource.ts';
 import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-metrics-settings.ts';
@@ -59,9 +59,10 @@ async function main(): Promise<number> {
   }
   const log = createLogger(config.logLevel);
   for (const warning of [...(otlpMetrics?.warnings ?? []), ...otelWarnings]) log.warn(warning);
+  if (tracingEnabled(process.env)) await logTracingDiagnostics(log);
   let sidecar: Sidecar;
   try {
-    const tracing = await createCallTracing(config.serviceName, process.env, log);
+    const tracing = await createCallTracing(config.serviceName, process.env);
     sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing, otlpMetrics));
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.

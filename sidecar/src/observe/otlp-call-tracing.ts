@@ -80,20 +80,23 @@ class OtlpCallTracing implements CallTracing {
   }
 }
 
-export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>, log?: Logger): CallTracing {
-  // What the SDK reports (an export that failed, a setting it fell back from) goes to
-  // the sidecar's log, where it would otherwise go nowhere.
-  // The same message at most once a minute: a Collector that is down fails every batch.
-  if (log !== undefined) {
-    const last = new Map<string, number>();
-    const line = (write: Logger['warn']) => (message: string, ...args: unknown[]) => {
-      const now = Date.now();
-      if (now - (last.get(message) ?? -Infinity) < 60_000) return;
-      last.set(message, now);
-      write(`OpenTelemetry tracing: ${message}`, args.length > 0 ? { details: args.map((a) => (a instanceof Error ? a.message : String(a))).join(' ') } : undefined);
-    };
-    diag.setLogger({ error: line(log.error), warn: line(log.warn), info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
-  }
+/**
+ * What the SDK reports (an export that failed, a setting it fell back from) goes to
+ * the sidecar's log, where it would otherwise go nowhere; the same message once a
+ * minute at most, since a Collector that is down fails every batch.
+ */
+export function logDiagnostics(log: Logger): void {
+  const last = new Map<string, number>();
+  const line = (write: Logger['warn']) => (message: string, ...args: unknown[]) => {
+    const now = Date.now();
+    if (now - (last.get(message) ?? -Infinity) < 60_000) return;
+    last.set(message, now);
+    write(`OpenTelemetry tracing: ${message}`, args.length > 0 ? { details: args.map((a) => (a instanceof Error ? a.message : String(a))).join(' ') } : undefined);
+  };
+  diag.setLogger({ error: line(log.error), warn: line(log.warn), info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
+}
+
+export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes(resourceAttributes(serviceName, env)),
     // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.

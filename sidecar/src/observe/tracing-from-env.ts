@@ -10,8 +10,14 @@ export function tracingEnabled(env: Readonly<Record<string, string | undefined>>
 }
 
 /** The call tracing the environment asks for: the no-op one, or spans over OTLP/HTTP. */
-export async function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>, log?: Logger): Promise<CallTracing> {
+export async function createCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): Promise<CallTracing> {
   if (!tracingEnabled(env)) return noopTracing;
   const { createOtlpCallTracing } = await import('./otlp-call-tracing.ts');
-  return createOtlpCallTracing(serviceName, env, log);
+  return createOtlpCallTracing(serviceName, env);
+}
+
+/** With tracing on, what the OpenTelemetry SDK reports (a failed span export, a setting it fell back from) goes to `log`. */
+export async function logTracingDiagnostics(log: Logger): Promise<void> {
+  const { logDiagnostics } = await import('./otlp-call-tracing.ts');
+  logDiagnostics(log);
 }
