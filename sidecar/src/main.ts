@@ -5,10 +5,11 @@ import { COMMANDS } from './cli/commands.ts';
 import { loadConfig, type Config } from './config/load.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
 import { createLogger } from './log.ts';
-import { createCallTracing, tracingEnabled } from './observe/tracing-from-env.ts';
+import { createCallTracing, logTracingDiagnostics, tracingEnabled } from './observe/tracing-from-env.ts';
 import { createObservation } from './observe/observation.ts';
 import { resourceAttributes } from './observe/otel-resource.ts';
 import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-metrics-settings.ts';
+import { checkOtlpTracesSettings } from './observe/otlp-traces-settings.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
 import { VERSION } from './version.ts';
@@ -28,6 +29,7 @@ async function main(): Promise<number> {
   let config: Config;
   let files: StartFiles;
   let otlpMetrics: OtlpMetricsSettings | undefined;
+  const otelWarnings: string[] = [];
   try {
     const result = loadConfig(process.argv.slice(2), process.env);
     if (result.kind === 'help') {
@@ -43,6 +45,7 @@ async function main(): Promise<number> {
     files = loadStartFiles(config);
     // The OTEL_* variables are settings too: a bad one stops the start (and --check), named.
     otlpMetrics = otlpMetricsSettings(process.env);
+    if (tracingEnabled(process.env)) otelWarnings.push(...checkOtlpTracesSettings(process.env));
     // The resource is read only where something is exported: an operator's cluster-wide
     // OTEL_RESOURCE_ATTRIBUTES does not stop a sidecar that exports nothing over OTLP.
     if (otlpMetrics !== undefined || tracingEnabled(process.env)) resourceAttributes(config.serviceName, process.env);
@@ -54,7 +57,8 @@ async function main(): Promise<number> {
     return configFailure(err);
   }
   const log = createLogger(config.logLevel);
-  for (const warning of otlpMetrics?.warnings ?? []) log.warn(warning);
+  for (const warning of [...(otlpMetrics?.warnings ?? []), ...otelWarnings]) log.warn(warning);
+  if (tracingEnabled(process.env)) await logTracingDiagnostics(log);
   let sidecar: Sidecar;
   try {
     const tracing = await createCallTracing(config.serviceName, process.env);

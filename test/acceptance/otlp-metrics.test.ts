@@ -8,14 +8,16 @@
 // resource and headers the OTEL_* variables ask for, and receivers that hang or
 // are down: calls go on, and the exports they cost are counted as lost.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type Upstream } from '@rpcscope/demo';
 import { parseExposition, select, sum, type Sample } from '../support/metrics-text.ts';
-import { startOtlpReceiver, type OtlpHistogramPoint, type OtlpKeyValue, type OtlpMetric, type OtlpMetricsExport, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import { startOtlpReceiver, type OtlpExponentialHistogramPoint, type OtlpHistogramPoint, type OtlpKeyValue, type OtlpMetric, type OtlpMetricsExport, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
+import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 
 type UnaryCallback = (err: grpc.ServiceError | null) => void;
 interface GrpcJsEcho extends grpc.Client {
@@ -174,6 +176,18 @@ function convention(labels: Record<string, string>, upstream?: URL): Record<stri
   return { instrument: `rpc.${side}.call.duration`, 'rpc.system.name': system, 'rpc.method': labels.method!, ...server };
 }
 
+/** The exponential points' count and sum added up equal the /metrics histogram series of `labels` added up. */
+function assertCountAndSum(points: readonly OtlpExponentialHistogramPoint[], samples: readonly Sample[], name: string, labels: Record<string, string>): void {
+  const count = points.reduce((n, p) => n + Number(p.count), 0);
+  const total = points.reduce((n, p) => n + (p.sum ?? 0), 0);
+  const buckets = points.reduce((n, p) => n + Number(p.zeroCount ?? 0) + (p.positive?.bucketCounts ?? []).reduce<number>((m, c) => m + Number(c), 0), 0);
+  const what = `${name} ${key(labels)}`;
+  assert.equal(count, sum(samples, `${name}_count`, labels), `${what}: count`);
+  assert.equal(buckets, count, `${what}: the buckets hold every value`);
+  const want = sum(samples, `${name}_sum`, labels);
+  assert.ok(Math.abs(total - want) <= 1e-9 * Math.max(1, want), `${what}: sum ${total} != ${want}`);
+}
+
 /**
  * Families /metrics serves that are not pushed (docs/metrics.md, "OTLP"): the build, a
  * resource fact; and the exports' own counter, pushed but moving with every export.
@@ -219,16 +233,48 @@ function assertRpcscopeFamiliesEqual(metrics: Map<string, OtlpMetric>, samples: 
   }
 }
 
-function assertConventionsEqual(metrics: Map<string, OtlpMetric>, samples: readonly Sample[], upstream?: URL): void {
-  const scraped = scrapedHistograms(samples, 'rpcscope_call_duration_seconds', (labels) => convention(labels, upstream));
+/** The status attribute of a convention instrument's point. */
+const STATUS_ATTRIBUTES = ['rpc.status_code', 'http.response.status_code'];
+
+/**
+ * The duration instruments, each point keyed by `instrument` and its attributes;
+ * `withStatus: false` adds up the points that differ only by status, which
+ * rpcscope_call_duration_seconds does not label at the standard detail level.
+ */
+function conventionPoints(metrics: Map<string, OtlpMetric>, withStatus: boolean): Map<string, HistogramValue> {
   const otlp = new Map<string, HistogramValue>();
   for (const name of ['rpc.server.call.duration', 'rpc.client.call.duration', 'http.server.request.duration', 'http.client.request.duration']) {
     const m = metrics.get(name);
     if (m === undefined) continue;
     assert.equal(m.unit, 's');
-    for (const [k, v] of otlpHistograms(m)) otlp.set(key({ instrument: name, ...Object.fromEntries(JSON.parse(k) as [string, string][]) }), v);
+    for (const p of m.histogram!.dataPoints) {
+      const a = attrs(p.attributes);
+      assert.ok(STATUS_ATTRIBUTES.some((s) => a[s] !== undefined), `${name} ${key(a)}: no status code`);
+      if (!withStatus) for (const s of STATUS_ATTRIBUTES) delete a[s];
+      const k = key({ instrument: name, ...a });
+      const v = { count: Number(p.count), sum: p.sum ?? 0, buckets: (p.bucketCounts ?? []).map(Number) };
+      const had = otlp.get(k);
+      otlp.set(k, had === undefined ? v : { count: had.count + v.count, sum: had.sum + v.sum, buckets: had.buckets.map((c, i) => c + v.buckets[i]!) });
+    }
   }
-  assertHistogramsEqual(otlp, scraped, 'semantic-convention durations');
+  return otlp;
+}
+
+function assertConventionsEqual(metrics: Map<string, OtlpMetric>, samples: readonly Sample[], upstream?: URL): void {
+  const scraped = scrapedHistograms(samples, 'rpcscope_call_duration_seconds', (labels) => convention(labels, upstream));
+  assertHistogramsEqual(conventionPoints(metrics, false), scraped, 'semantic-convention durations');
+  // By status: each point counts the calls rpcscope_calls_total counts with that
+  // code (gRPC) or HTTP status (REST); every call here is unary.
+  const byStatus = new Map<string, number>();
+  for (const s of select(samples, 'rpcscope_calls_total')) {
+    const c = convention(s.labels, upstream);
+    const status: Record<string, string> = s.labels.protocol === 'rest' ? { 'http.response.status_code': s.labels.http_status! } : { 'rpc.status_code': s.labels.code! };
+    const k = key({ ...c, ...status });
+    byStatus.set(k, (byStatus.get(k) ?? 0) + s.value);
+  }
+  const otlp = conventionPoints(metrics, true);
+  assert.deepEqual([...otlp.keys()].sort(), [...byStatus.keys()].sort(), 'semantic-convention durations by status: attribute sets');
+  for (const [k, want] of byStatus) assert.equal(otlp.get(k)!.count, want, `${k}: the count of rpcscope_calls_total with that status`);
 }
 
 describe('OTLP metrics', () => {
@@ -276,10 +322,16 @@ describe('OTLP metrics', () => {
     // The traffic really is in there: 12 OK and 4 NOT_FOUND gRPC calls, 12 + 3 REST calls.
     assert.equal(sum(samples, 'rpcscope_calls_total', { protocol: 'grpc' }), 16);
     assert.equal(sum(samples, 'rpcscope_calls_total', { protocol: 'rest' }), 15);
-    const grpcDuration = metrics.get('rpc.server.call.duration')!.histogram!.dataPoints;
-    assert.deepEqual(grpcDuration.map((p) => attrs(p.attributes)), [{ 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo' }]);
-    assert.ok(metrics.get('http.server.request.duration')!.histogram!.dataPoints.every((p) => attrs(p.attributes)['url.scheme'] === 'http'));
-    assert.equal(Number(grpcDuration[0]!.count), 16);
+    // At the default detail level, the calls by status code: a point per code (gRPC) or HTTP status (REST).
+    const counts = (name: string): Record<string, string | number>[] => metrics.get(name)!.histogram!.dataPoints.map((p) => ({ ...attrs(p.attributes), count: Number(p.count) }));
+    assert.deepEqual(counts('rpc.server.call.duration'), [
+      { 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo', 'rpc.status_code': 'OK', count: 12 },
+      { 'rpc.system.name': 'grpc', 'rpc.method': 'echo.v1.EchoService/Echo', 'rpc.status_code': 'NOT_FOUND', count: 4 },
+    ]);
+    const rest = counts('http.server.request.duration');
+    assert.equal(rest.filter((p) => p['http.response.status_code'] === '200').reduce((n, p) => n + Number(p.count), 0), 12);
+    assert.equal(rest.filter((p) => p['http.response.status_code'] === '404').reduce((n, p) => n + Number(p.count), 0), 3);
+    assert.ok(rest.every((p) => p['url.scheme'] === 'http'));
     assert.equal(metrics.get('rpc.server.call.duration')!.histogram!.aggregationTemporality, 2);
     assertConventionsEqual(metrics, samples);
     assertRpcscopeFamiliesEqual(metrics, samples);
@@ -377,6 +429,13 @@ describe('OTLP metrics', () => {
     assert.match(downSidecar.log(), /OTLP metrics export failed/);
   });
 
+  it('logs what the tracing SDK reports, such as a span export to a receiver that is down, and goes on serving calls', async () => {
+    const sidecar = await start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${downUrl}/v1/traces`, OTEL_BSP_SCHEDULE_DELAY: '50' });
+    await traffic(sidecar, 2);
+    await until('a log line from the tracing SDK', () => /OpenTelemetry tracing: /.test(sidecar.log()));
+    assert.equal(await rest(sidecar.url, '/v1/echo/after'), 200);
+  });
+
   it('drops, and counts, an export whose turn comes while the previous one is still out: never two in flight', async () => {
     const slow = await startOtlpReceiver({ answer: 'never' });
     try {
@@ -401,12 +460,118 @@ describe('OTLP metrics', () => {
     }
   });
 
+  it('pushes to an https:// receiver that requires a client certificate, with the CA and the certificate the OTEL_EXPORTER_OTLP_* variables name', async () => {
+    const serverCert = makeSelfSignedCert();
+    const clientCert = makeSelfSignedCert();
+    const receiver = await startOtlpReceiver({ tls: { cert: serverCert.cert, key: readFileSync(serverCert.keyFile), clientCa: clientCert.cert } });
+    try {
+      const endpoint = `${receiver.url}/v1/metrics`;
+      const trusted = await start({
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: endpoint,
+        OTEL_METRIC_EXPORT_INTERVAL: '200',
+        OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: serverCert.certFile,
+        // The general variables serve where no metrics-specific one is set.
+        OTEL_EXPORTER_OTLP_CLIENT_KEY: clientCert.keyFile,
+        OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: clientCert.certFile,
+      });
+      // Without the CA, the receiver's certificate is not trusted; without a client certificate, the receiver refuses.
+      const noCa = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: endpoint, OTEL_METRIC_EXPORT_INTERVAL: '200' });
+      const noClientCert = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: endpoint, OTEL_METRIC_EXPORT_INTERVAL: '200', OTEL_EXPORTER_OTLP_CERTIFICATE: serverCert.certFile });
+      await traffic(trusted, 3);
+      const samples = await settle(trusted, receiver);
+      const last = receiver.metrics.at(-1)!;
+      assert.equal(last.clientCertificate, 'localhost', 'the sidecar presented its client certificate');
+      assert.equal(sum(samples, 'rpcscope_calls_total'), 3 + 1 + 3 + 1);
+      assertConventionsEqual(accumulate([last]), samples);
+
+      const outcomes = async (s: SidecarProcess): Promise<{ success: number; failure: number }> => {
+        const scraped = parseExposition(await (await fetch(`${s.adminUrl}/metrics`)).text());
+        return { success: sum(scraped, 'rpcscope_otlp_exports_total', { outcome: 'success' }), failure: sum(scraped, 'rpcscope_otlp_exports_total', { outcome: 'failure' }) };
+      };
+      for (const [s, why] of [[noCa, /self[- ]signed certificate/], [noClientCert, /socket hang up|ECONNRESET|certificate required|alert/]] as const) {
+        await traffic(s, 1);
+        await until('a failed export', async () => (await outcomes(s)).failure >= 1);
+        assert.equal((await outcomes(s)).success, 0);
+        assert.match(s.log(), /OTLP metrics export failed/);
+        assert.match(s.log(), why);
+      }
+      assert.ok(receiver.metrics.every((e) => e.clientCertificate === 'localhost'), 'only the sidecar with a client certificate got through');
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('refuses a bad OTEL_ value at start, naming it', async () => {
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "grpc" is not offered/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_METRIC_EXPORT_INTERVAL: 'soon' }), /OTEL_METRIC_EXPORT_INTERVAL: "soon" is not a positive whole number/);
     await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_RESOURCE_ATTRIBUTES: 'team' }), /OTEL_RESOURCE_ATTRIBUTES: "team" is not key=value/);
     await assert.rejects(start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonReceiver.url}/v1/traces`, OTEL_RESOURCE_ATTRIBUTES: 'team=a,=b' }), /OTEL_RESOURCE_ATTRIBUTES: "=b" is not key=value/);
-    const warned = await start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${jsonReceiver.url}/v1/metrics`, OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram' });
-    assert.match(warned.log(), /explicit buckets/);
+    // The span export's variables too, which the OpenTelemetry SDK would otherwise drop without a word.
+    await assert.rejects(start({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${jsonReceiver.url}/v1/traces`, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' }), /OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "grpc" is not offered/);
+    await assert.rejects(start({ OTEL_EXPORTER_OTLP_ENDPOINT: jsonReceiver.url, OTEL_TRACES_EXPORTER: 'zipkin' }), /OTEL_TRACES_EXPORTER: "zipkin" is not one of otlp, none/);
+    await assert.rejects(start({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'exponential' }), /OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: "exponential" is not one of explicit_bucket_histogram, base2_exponential_bucket_histogram/);
+  });
+
+  it('pushes exponential histograms when asked: counts and sums equal the scrape\'s, and a quantile read from them lies within a bucket of the latency the app adds', async () => {
+    const receiver = await startOtlpReceiver();
+    try {
+      const sidecar = await start({
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${receiver.url}/v1/metrics`,
+        OTEL_METRIC_EXPORT_INTERVAL: '200',
+        OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram',
+      });
+      // The app holds each OK call 40 ms; the client times each call, an upper bound of what the sidecar saw.
+      const client = await echoClient(sidecar.url);
+      let slowest = 0;
+      try {
+        for (let i = 0; i < 15; i++) {
+          const t0 = performance.now();
+          assert.equal(await echo(client, { message: `m${i}`, delayMs: 40 }), 0);
+          slowest = Math.max(slowest, (performance.now() - t0) / 1000);
+          if (i % 5 === 0) assert.equal(await echo(client, { message: 'missing', failCode: grpc.status.NOT_FOUND }), grpc.status.NOT_FOUND);
+          assert.equal(await rest(sidecar.url, `/v1/echo/item-${i}`), 200);
+        }
+      } finally {
+        client.close();
+      }
+      const samples = await settle(sidecar, receiver);
+      const last = receiver.metrics.at(-1)!;
+      assert.equal(last.contentType, 'application/x-protobuf');
+      const metrics = accumulate([last]);
+      const rpc = metrics.get('rpc.server.call.duration')?.exponentialHistogram;
+      assert.ok(rpc, `no exponential rpc.server.call.duration in ${[...metrics.keys()].join(', ')}`);
+      assert.equal(rpc.aggregationTemporality, 2);
+      assert.ok([...metrics.values()].every((m) => m.histogram === undefined), 'no explicit-bucket histogram left');
+
+      // Each point's count, by status, is the scrape's count of calls with that code.
+      const byCode = Object.fromEntries(rpc.dataPoints.map((p) => [attrs(p.attributes)['rpc.status_code'], p]));
+      assert.deepEqual(Object.keys(byCode).sort(), ['NOT_FOUND', 'OK']);
+      for (const code of ['OK', 'NOT_FOUND']) assert.equal(Number(byCode[code]!.count), sum(samples, 'rpcscope_calls_total', { protocol: 'grpc', code }), code);
+      // Count and sum: every exponential histogram against its /metrics family.
+      const durations = [...metrics.values()].filter((m) => /^(rpc|http)\.server\./.test(m.name)).flatMap((m) => m.exponentialHistogram!.dataPoints);
+      assertCountAndSum(durations, samples, 'rpcscope_call_duration_seconds', {});
+      for (const m of metrics.values()) {
+        if (!m.name.startsWith('rpcscope.') || m.exponentialHistogram === undefined) continue;
+        const name = `${m.name.replace(/^rpcscope\./, 'rpcscope_')}${m.unit === 's' ? '_seconds' : ''}`;
+        for (const p of m.exponentialHistogram.dataPoints) assertCountAndSum([p], samples, name, attrs(p.attributes));
+      }
+
+      // The median OK call's bucket: its bounds hold a latency between the app's 40 ms and the slowest call the client timed.
+      const ok = byCode.OK!;
+      const scale = ok.scale ?? 0;
+      const offset = ok.positive?.offset ?? 0;
+      const counts: number[] = (ok.positive?.bucketCounts ?? []).map(Number);
+      let seen = Number(ok.zeroCount ?? 0);
+      const k = counts.findIndex((c: number) => (seen += c) >= Number(ok.count) / 2);
+      const lower = 2 ** ((offset + k) * 2 ** -scale);
+      const upper = 2 ** ((offset + k + 1) * 2 ** -scale);
+      assert.ok(upper >= 0.04 && lower <= slowest, `the median's bucket (${lower}, ${upper}] s holds no latency between 0.04 s and ${slowest} s`);
+      // And the scale is the finest 160 buckets allow: one step finer could not span 40 ms to the slowest call.
+      assert.ok(Math.log2(slowest / 0.04) * 2 ** (scale + 1) > 159, `scale ${scale} (buckets ${((upper / lower - 1) * 100).toFixed(2)} % wide) is coarser than 40 ms to ${slowest} s needs`);
+    } finally {
+      await receiver.close();
+    }
   });
 });

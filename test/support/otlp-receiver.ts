@@ -5,6 +5,8 @@
 // each with the headers it came with. `answer: 'never'` makes a receiver that
 // reads every request and answers none: a Collector that hangs.
 import http from 'node:http';
+import https from 'node:https';
+import { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
@@ -41,6 +43,18 @@ export interface OtlpHistogramPoint {
   explicitBounds?: number[];
 }
 
+export interface OtlpExponentialHistogramPoint {
+  attributes?: OtlpKeyValue[];
+  startTimeUnixNano: string;
+  timeUnixNano: string;
+  count: string | number;
+  sum?: number;
+  /** Absent when 0 (proto3 defaults are left out). */
+  scale?: number;
+  zeroCount?: string | number;
+  positive?: { offset?: number; bucketCounts?: (string | number)[] };
+}
+
 export interface OtlpMetric {
   name: string;
   description?: string;
@@ -48,6 +62,7 @@ export interface OtlpMetric {
   gauge?: { dataPoints: OtlpNumberPoint[] };
   sum?: { dataPoints: OtlpNumberPoint[]; aggregationTemporality: number; isMonotonic?: boolean };
   histogram?: { dataPoints: OtlpHistogramPoint[]; aggregationTemporality: number };
+  exponentialHistogram?: { dataPoints: OtlpExponentialHistogramPoint[]; aggregationTemporality: number };
 }
 
 export interface OtlpMetricsRequest {
@@ -57,6 +72,8 @@ export interface OtlpMetricsRequest {
 export interface OtlpMetricsExport {
   contentType: string;
   headers: http.IncomingHttpHeaders;
+  /** Over TLS, the subject CN of the certificate the client presented, if any. */
+  clientCertificate?: string;
   request: OtlpMetricsRequest;
 }
 
@@ -90,12 +107,22 @@ export function decodeMetricsProtobuf(body: Buffer): OtlpMetricsRequest {
   return type.toObject(type.decode(body), { longs: String, enums: Number, defaults: false }) as OtlpMetricsRequest;
 }
 
-export async function startOtlpReceiver(opts: { answer?: 'ok' | 'never' } = {}): Promise<OtlpReceiver> {
+export interface OtlpReceiverOptions {
+  answer?: 'ok' | 'never';
+  /**
+   * An https:// receiver with this certificate; with `clientCa`, one that asks
+   * every client for a certificate and refuses the handshake of any it cannot
+   * verify against it (mutual TLS).
+   */
+  tls?: { cert: Buffer; key: Buffer; clientCa?: Buffer };
+}
+
+export async function startOtlpReceiver(opts: OtlpReceiverOptions = {}): Promise<OtlpReceiver> {
   const spans: OtlpSpan[] = [];
   const spanResources: OtlpKeyValue[][] = [];
   const metrics: OtlpMetricsExport[] = [];
   let metricRequests = 0;
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => chunks.push(d));
     req.on('end', () => {
@@ -113,14 +140,19 @@ export async function startOtlpReceiver(opts: { answer?: 'ok' | 'never' } = {}):
         if (opts.answer === 'never') return;
         const contentType = req.headers['content-type'] ?? '';
         const request = contentType === 'application/json' ? (JSON.parse(body.toString()) as OtlpMetricsRequest) : decodeMetricsProtobuf(body);
-        metrics.push({ contentType, headers: req.headers, request });
+        const peer = req.socket instanceof TLSSocket ? req.socket.getPeerCertificate() : undefined;
+        metrics.push({ contentType, headers: req.headers, request, ...(peer?.subject ? { clientCertificate: String(peer.subject.CN) } : {}) });
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
-  });
+  };
+  const tls = opts.tls;
+  const server = tls
+    ? https.createServer({ cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}) }, handler)
+    : http.createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
     spanResources,
     metrics,

@@ -6,6 +6,7 @@
 // text (openmetrics-text.ts), each cell's label text rendered once, on its first
 // scrape.
 import type { Attributes } from '@opentelemetry/api';
+import { ExponentialBuckets } from './exponential-buckets.ts';
 import { counterSampleName, exemplarSuffix, openMetricsHeader } from './openmetrics-text.ts';
 import { familyHeader, labelText, sampleLine, sampleValue } from './prometheus-text.ts';
 
@@ -50,6 +51,14 @@ export class HistogramCell {
   bucketPrefix: string | undefined;
   /** Only histograms offered exemplars (call latency, with tracing on) allocate them. */
   exemplars: BucketExemplars | undefined;
+  /**
+   * Cells that split this series by attributes the exposition does not carry
+   * (the call latency by status, for OTLP: metrics/call-recorder.ts); values are
+   * recorded in them, and this cell is their sum, folded when rendered.
+   */
+  parts: HistogramCell[] | undefined;
+  /** The same values in exponential buckets, kept only when OTLP is asked for them (exponential-buckets.ts). */
+  exponential: ExponentialBuckets | undefined;
 
   constructor(readonly attributes: Attributes, private readonly boundaries: readonly number[]) {
     this.counts = new Array<number>(boundaries.length + 1).fill(0);
@@ -63,6 +72,7 @@ export class HistogramCell {
     this.counts[i]!++;
     this.sum += value;
     this.count++;
+    this.exponential?.record(value);
     return i;
   }
 
@@ -70,6 +80,27 @@ export class HistogramCell {
   exemplarDue(bucket: number, unixMs: number): boolean {
     const e = this.exemplars;
     return e === undefined || unixMs - e.times[bucket]! >= EXEMPLAR_INTERVAL_MS;
+  }
+
+  /** Sets this cell to the sum of its parts, each bucket's exemplar the newest of theirs. */
+  fold(): void {
+    const parts = this.parts!;
+    const counts = this.counts;
+    counts.fill(0);
+    let sum = 0;
+    let count = 0;
+    for (const p of parts) {
+      for (let i = 0; i < counts.length; i++) counts[i]! += p.counts[i]!;
+      sum += p.sum;
+      count += p.count;
+      const e = p.exemplars;
+      if (e === undefined) continue;
+      for (let i = 0; i < counts.length; i++) {
+        if (e.traceIds[i] !== '' && e.times[i]! > (this.exemplars?.times[i] ?? -Infinity)) this.setExemplar(i, e.traceIds[i]!, e.spanIds[i]!, e.values[i]!, e.times[i]!);
+      }
+    }
+    this.sum = sum;
+    this.count = count;
   }
 
   setExemplar(bucket: number, traceId: string, spanId: string, value: number, unixMs: number): void {
@@ -117,6 +148,8 @@ export class ValueFamily extends Family<ValueCell> {
 export class HistogramFamily extends Family<HistogramCell> {
   /** `0.005"} ` per boundary, then `+Inf"} `: the tail of each bucket line's labels. */
   private readonly leTails: readonly string[];
+  /** Whether cells bound from now on keep exponential buckets too (OTLP asked for them); set before any is bound. */
+  exponential = false;
 
   constructor(name: string, description: string, readonly boundaries: readonly number[]) {
     super(name, description);
@@ -125,8 +158,17 @@ export class HistogramFamily extends Family<HistogramCell> {
 
   cell(attributes: Attributes): HistogramCell {
     const c = new HistogramCell(attributes, this.boundaries);
+    if (this.exponential) c.exponential = new ExponentialBuckets();
     this.cells.push(c);
     return c;
+  }
+
+  /** A part of `cell` (HistogramCell.parts): its `attributes` are added to the cell's where the series is exported by them. */
+  part(cell: HistogramCell, attributes: Attributes): HistogramCell {
+    const p = new HistogramCell(attributes, this.boundaries);
+    if (this.exponential) p.exponential = new ExponentialBuckets();
+    (cell.parts ??= []).push(p);
+    return p;
   }
 
   render(openMetrics = false): string {
@@ -134,6 +176,7 @@ export class HistogramFamily extends Family<HistogramCell> {
     const name = this.name;
     let out = openMetrics ? openMetricsHeader(name, 'histogram', this.description) : familyHeader(name, 'histogram', this.description);
     for (const c of this.cells) {
+      if (c.parts !== undefined) c.fold();
       if (c.braces === undefined) {
         const l = labelText(c.attributes);
         c.braces = l === '' ? '' : `{${l}}`;

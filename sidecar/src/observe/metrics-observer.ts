@@ -25,7 +25,7 @@ import type { MetricsDetail } from './metrics-detail.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
-import type { HistogramFamily, MetricFamily } from './metric-cells.ts';
+import { HistogramFamily, type MetricFamily } from './metric-cells.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -78,6 +78,12 @@ export interface MetricsObserverOptions {
   spanOf?: (call: CallRecord) => SpanContext | undefined;
   /** Unix milliseconds at performance.now() = 0, which dates the exemplars; performance.timeOrigin by default. */
   timeOrigin?: number;
+  /**
+   * Whether every histogram keeps exponential buckets beside its explicit ones,
+   * for an OTLP export that asks for them (otlp-metrics-settings.ts): a few
+   * tenths of a microsecond per recorded value, paid only then.
+   */
+  exponentialHistograms?: boolean;
 }
 
 export interface MetricsObserver extends Observer {
@@ -116,10 +122,13 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly processMetrics: ProcessMetrics;
   private readonly targetInfo: string;
   private readonly openMetricsTargetInfo: string;
+  private readonly exponential: boolean;
 
   constructor(opts: MetricsObserverOptions) {
     const level = DETAIL_LEVELS[opts.detail ?? 'standard'];
     const catalogue = (this.catalogue = new MetricCatalogue(level));
+    this.exponential = opts.exponentialHistograms ?? false;
+    this.keepExponential(catalogue.families);
     this.routes = new RouteCellTable(catalogue.callsActive);
     this.calls = new CallRecorder(catalogue, level, opts.spanOf, opts.timeOrigin ?? performance.timeOrigin);
     this.resets = new ResetRecorder(catalogue);
@@ -241,7 +250,14 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   addFamilies(families: readonly MetricFamily[]): void {
+    this.keepExponential(families);
     this.extraFamilies.push(...families);
+  }
+
+  /** With exponential histograms asked for, the histogram families' cells keep them from now on. */
+  private keepExponential(families: readonly MetricFamily[]): void {
+    if (!this.exponential) return;
+    for (const f of families) if (f instanceof HistogramFamily) f.exponential = true;
   }
 
   /** Brings the values only read at scrape time up to date, then renders every family. */

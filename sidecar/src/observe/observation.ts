@@ -60,6 +60,7 @@ export function createObservation(
     env,
     // The calls' traces are the latency exemplars.
     spanOf: tracing === noopTracing ? undefined : (call) => tracing.spanOf(call),
+    exponentialHistograms: otlpMetrics?.histogramAggregation === 'exponential',
   });
   // The same cells /metrics renders, pushed on a timer: nothing on the call path.
   const peers: SidecarPeers = {

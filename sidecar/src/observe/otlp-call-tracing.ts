@@ -1,10 +1,11 @@
 // Spans over OTLP/HTTP with the OpenTelemetry SDK: what tracing-from-env.ts loads
 // when tracing is on.
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import { DiagLogLevel, ROOT_CONTEXT, SpanKind, diag, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import type { Logger } from '../log.ts';
 import type { CallRecord } from './call-record.ts';
 import { decideCode } from './call-outcome.ts';
 import type { CallTracing, HeaderBag } from './call-tracing.ts';
@@ -77,6 +78,22 @@ class OtlpCallTracing implements CallTracing {
   shutdown(): Promise<void> {
     return this.provider.shutdown();
   }
+}
+
+/**
+ * What the SDK reports (an export that failed, a setting it fell back from) goes to
+ * the sidecar's log, where it would otherwise go nowhere; the same message once a
+ * minute at most, since a Collector that is down fails every batch.
+ */
+export function logDiagnostics(log: Logger): void {
+  const last = new Map<string, number>();
+  const line = (write: Logger['warn']) => (message: string, ...args: unknown[]) => {
+    const now = Date.now();
+    if (now - (last.get(message) ?? -Infinity) < 60_000) return;
+    last.set(message, now);
+    write(`OpenTelemetry tracing: ${message}`, args.length > 0 ? { details: args.map((a) => (a instanceof Error ? a.message : String(a))).join(' ') } : undefined);
+  };
+  diag.setLogger({ error: line(log.error), warn: line(log.warn), info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
 }
 
 export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {

@@ -31,6 +31,18 @@ export interface HistogramDataPoint {
   explicitBounds: number[];
 }
 
+/** A base-2 exponential histogram's point; only positive buckets (the sidecar records no negative value). */
+export interface ExponentialHistogramDataPoint {
+  attributes: KeyValue[];
+  startTimeUnixNano: string;
+  timeUnixNano: string;
+  count: string;
+  sum: number;
+  scale: number;
+  zeroCount: string;
+  positive: { offset: number; bucketCounts: string[] };
+}
+
 /** AggregationTemporality. */
 export const DELTA = 1;
 export const CUMULATIVE = 2;
@@ -38,7 +50,8 @@ export const CUMULATIVE = 2;
 export type OtlpMetric =
   | { name: string; description: string; unit: string; gauge: { dataPoints: NumberDataPoint[] } }
   | { name: string; description: string; unit: string; sum: { dataPoints: NumberDataPoint[]; aggregationTemporality: number; isMonotonic: boolean } }
-  | { name: string; description: string; unit: string; histogram: { dataPoints: HistogramDataPoint[]; aggregationTemporality: number } };
+  | { name: string; description: string; unit: string; histogram: { dataPoints: HistogramDataPoint[]; aggregationTemporality: number } }
+  | { name: string; description: string; unit: string; exponentialHistogram: { dataPoints: ExponentialHistogramDataPoint[]; aggregationTemporality: number } };
 
 export interface ExportMetricsServiceRequest {
   resourceMetrics: {
@@ -114,6 +127,24 @@ function histogramPoint(w: Writer, p: HistogramDataPoint): void {
   keyValues(w, 9, p.attributes);
 }
 
+function exponentialPoint(w: Writer, p: ExponentialHistogramDataPoint): void {
+  keyValues(w, 1, p.attributes);
+  fixed64(w, 2, p.startTimeUnixNano);
+  fixed64(w, 3, p.timeUnixNano);
+  fixed64(w, 4, p.count);
+  w.uint32((5 << 3) | 1).double(p.sum);
+  if (p.scale !== 0) w.uint32(6 << 3).sint32(p.scale);
+  fixed64(w, 7, p.zeroCount);
+  message(w, 8, (w) => {
+    if (p.positive.offset !== 0) w.uint32(1 << 3).sint32(p.positive.offset);
+    if (p.positive.bucketCounts.length > 0) {
+      message(w, 2, (w) => {
+        for (const c of p.positive.bucketCounts) w.uint64(Number(c));
+      });
+    }
+  });
+}
+
 function metric(w: Writer, m: OtlpMetric): void {
   string(w, 1, m.name);
   string(w, 2, m.description);
@@ -128,10 +159,15 @@ function metric(w: Writer, m: OtlpMetric): void {
       w.uint32(2 << 3).int32(m.sum.aggregationTemporality);
       if (m.sum.isMonotonic) w.uint32(3 << 3).bool(true);
     });
-  } else {
+  } else if ('histogram' in m) {
     message(w, 9, (w) => {
       for (const p of m.histogram.dataPoints) message(w, 1, (w) => histogramPoint(w, p));
       w.uint32(2 << 3).int32(m.histogram.aggregationTemporality);
+    });
+  } else {
+    message(w, 10, (w) => {
+      for (const p of m.exponentialHistogram.dataPoints) message(w, 1, (w) => exponentialPoint(w, p));
+      w.uint32(2 << 3).int32(m.exponentialHistogram.aggregationTemporality);
     });
   }
 }

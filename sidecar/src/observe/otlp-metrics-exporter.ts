@@ -57,7 +57,7 @@ export class OtlpMetricsExporter {
     // One connection, kept: an export every interval should not pay a handshake each time.
     const options = { keepAlive: true, maxSockets: 1 };
     // node:https (and TLS with it) only for an https:// receiver: idle memory is paid in every pod.
-    this.agent = settings.url.protocol === 'https:' ? new (nodeHttps().Agent)(options) : new http.Agent(options);
+    this.agent = settings.url.protocol === 'https:' ? new (nodeHttps().Agent)({ ...options, ...settings.tls }) : new http.Agent(options);
     this.resource = { attributes: stringAttributes(resourceAttributes) };
   }
 

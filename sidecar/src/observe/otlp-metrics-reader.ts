@@ -7,17 +7,26 @@
 //   `rpc.server.call.duration` / `rpc.client.call.duration` for the gRPC family,
 //   Connect and tRPC, `http.server.request.duration` / `http.client.request.duration`
 //   for REST, by the call's direction (inbound: the sidecar stands for the server).
-//   Cells that differ only in what the conventions do not name (the encoding, the
-//   operation, grpc vs grpc_web) are added together into one point.
+//   Each point carries the call's status, `rpc.status_code` (the gRPC code's
+//   name) or `http.response.status_code`, read from the parts the recorder keeps
+//   by status whatever the detail level (metrics/call-recorder.ts). Cells that
+//   differ only in what the conventions do not name (the encoding, the
+//   operation, grpc vs grpc_web, a gRPC call's HTTP status) are added together
+//   into one point.
 // - Every other family keeps its labels under an `rpcscope.` name: `rpcscope_X_total`
 //   is the counter `rpcscope.X`, `rpcscope_X_seconds` the histogram `rpcscope.X` in
 //   `s`, so that a Collector's Prometheus exporter gives back the /metrics names.
 //
-// Histograms are explicit-bucket with the sidecar's own boundaries: the cells hold
-// bucket counts, from which an exponential histogram cannot be rebuilt.
+// Histograms are explicit-bucket with the sidecar's own boundaries, or, when
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION asks for
+// base2_exponential_bucket_histogram, exponential from the buckets each cell then
+// keeps beside its explicit ones (exponential-buckets.ts): bucket counts cannot
+// be turned into exponential ones. With delta temporality an exponential
+// histogram starts over after each export, at scale 20, as the SDKs' does.
 import type { Attributes } from '@opentelemetry/api';
 import { HistogramFamily, type HistogramCell, type MetricFamily, type ValueCell, ValueFamily } from './metric-cells.ts';
-import { CUMULATIVE, DELTA, stringAttributes, type HistogramDataPoint, type NumberDataPoint, type OtlpMetric } from './otlp-metrics-encoding.ts';
+import type { ExponentialBuckets } from './exponential-buckets.ts';
+import { CUMULATIVE, DELTA, stringAttributes, type ExponentialHistogramDataPoint, type HistogramDataPoint, type KeyValue, type NumberDataPoint, type OtlpMetric } from './otlp-metrics-encoding.ts';
 import type { Temporality } from './otlp-metrics-settings.ts';
 import { RPC_SYSTEM } from './rpc-system.ts';
 
@@ -49,7 +58,9 @@ function conventionOf(a: Attributes, peers: SidecarPeers): { name: string; attri
     const space = method.indexOf(' ');
     const request: Record<string, string> = space > 0 ? { 'http.request.method': method.slice(0, space), 'http.route': method.slice(space + 1) } : { 'http.request.method': '_OTHER' };
     const scheme = a.direction === 'outbound' ? outbound?.scheme : peers.inboundScheme;
-    return { name: `http.${side}.request.duration`, attributes: { ...request, ...(scheme ? { 'url.scheme': scheme } : {}), ...server } };
+    // None when the call ended without an answer (a reset, a client gone).
+    const status: Record<string, number> = typeof a.http_status === 'number' && a.http_status > 0 ? { 'http.response.status_code': a.http_status } : {};
+    return { name: `http.${side}.request.duration`, attributes: { ...request, ...status, ...(scheme ? { 'url.scheme': scheme } : {}), ...server } };
   }
   const attributes: Record<string, string | number> = { 'rpc.system.name': RPC_SYSTEM[a.protocol as keyof typeof RPC_SYSTEM] ?? String(a.protocol), 'rpc.method': method };
   if (a.code !== undefined) attributes['rpc.status_code'] = String(a.code);
@@ -69,6 +80,14 @@ export function otlpName(prometheusName: string, counter: boolean): { name: stri
   return { name: `rpcscope.${rest}`, unit };
 }
 
+/** The semantic-convention point a latency cell is part of. */
+interface ConventionPoint {
+  name: string;
+  /** The attributes as a Map key: cells that agree on them are one point. */
+  key: string;
+  kv: KeyValue[];
+}
+
 /** What a delta export subtracts: each cell's values at the previous export. */
 interface Previous {
   value: number;
@@ -79,6 +98,7 @@ interface Previous {
 
 export class OtlpMetricsReader {
   private readonly previous = new WeakMap<ValueCell | HistogramCell, Previous>();
+  private readonly conventionPoints = new WeakMap<HistogramCell, ConventionPoint>();
   /** Unix ms: the start of every cumulative series, and of the first delta. */
   private lastExport: number;
 
@@ -127,18 +147,53 @@ export class OtlpMetricsReader {
 
   private histogram(family: HistogramFamily, start: string, now: string): OtlpMetric {
     const { name, unit } = otlpName(family.name, false);
+    if (family.exponential) {
+      const points = family.cells.flatMap((c) => (c.exponential === undefined ? [] : [this.exponentialPoint(this.take(c.exponential), stringAttributes(c.attributes), start, now)]));
+      return { name, description: family.description, unit, exponentialHistogram: { dataPoints: points, aggregationTemporality: this.temporality === 'delta' ? DELTA : CUMULATIVE } };
+    }
     const points = family.cells.map((c) => this.point(c, stringAttributes(c.attributes), family.boundaries, start, now));
     return { name, description: family.description, unit, histogram: { dataPoints: points, aggregationTemporality: this.temporality === 'delta' ? DELTA : CUMULATIVE } };
   }
 
   private conventions(family: HistogramFamily, start: string, now: string): OtlpMetric[] {
+    // The recorder keeps each series's latency by status in its parts (metrics/call-recorder.ts).
+    const cells: { c: HistogramCell; point: ConventionPoint }[] = [];
+    for (const series of family.cells) {
+      for (const c of series.parts ?? [series]) {
+        // A cell's attributes never change: its point's name, attributes and key are worked out once.
+        let point = this.conventionPoints.get(c);
+        if (point === undefined) {
+          const { name, attributes } = conventionOf(c === series ? c.attributes : { ...series.attributes, ...c.attributes }, this.peers);
+          this.conventionPoints.set(c, (point = { name, key: JSON.stringify(attributes), kv: stringAttributes(attributes) }));
+        }
+        cells.push({ c, point });
+      }
+    }
+    const temporality = this.temporality === 'delta' ? DELTA : CUMULATIVE;
+    const description = (name: string): string => (name.startsWith('rpc.') ? DURATION_DESCRIPTION.rpc : DURATION_DESCRIPTION.http);
+    if (family.exponential) {
+      const byName = new Map<string, Map<string, { kv: KeyValue[]; buckets: ExponentialBuckets }>>();
+      for (const { c, point: { name, key, kv } } of cells) {
+        if (c.exponential === undefined) continue;
+        let points = byName.get(name);
+        if (points === undefined) byName.set(name, (points = new Map()));
+        const buckets = this.take(c.exponential);
+        const same = points.get(key);
+        if (same === undefined) points.set(key, { kv, buckets });
+        else same.buckets.merge(buckets);
+      }
+      return [...byName].map(([name, points]) => ({
+        name,
+        description: description(name),
+        unit: 's',
+        exponentialHistogram: { dataPoints: [...points.values()].map((p) => this.exponentialPoint(p.buckets, p.kv, start, now)), aggregationTemporality: temporality },
+      }));
+    }
     const byName = new Map<string, Map<string, HistogramDataPoint>>();
-    for (const c of family.cells) {
-      const { name, attributes } = conventionOf(c.attributes, this.peers);
+    for (const { c, point: { name, key, kv } } of cells) {
       let points = byName.get(name);
       if (points === undefined) byName.set(name, (points = new Map()));
-      const key = JSON.stringify(attributes);
-      const point = this.point(c, stringAttributes(attributes), family.boundaries, start, now);
+      const point = this.point(c, kv, family.boundaries, start, now);
       const same = points.get(key);
       if (same === undefined) {
         points.set(key, point);
@@ -148,13 +203,23 @@ export class OtlpMetricsReader {
       same.sum += point.sum;
       same.bucketCounts = same.bucketCounts.map((n, i) => String(Number(n) + Number(point.bucketCounts[i])));
     }
-    const temporality = this.temporality === 'delta' ? DELTA : CUMULATIVE;
     return [...byName].map(([name, points]) => ({
       name,
-      description: name.startsWith('rpc.') ? DURATION_DESCRIPTION.rpc : DURATION_DESCRIPTION.http,
+      description: description(name),
       unit: 's',
       histogram: { dataPoints: [...points.values()], aggregationTemporality: temporality },
     }));
+  }
+
+  /** A copy of a cell's exponential buckets to export; with delta temporality the cell's start over. */
+  private take(buckets: ExponentialBuckets): ExponentialBuckets {
+    const copy = buckets.copy();
+    if (this.temporality === 'delta') buckets.reset();
+    return copy;
+  }
+
+  private exponentialPoint(b: ExponentialBuckets, attributes: KeyValue[], start: string, now: string): ExponentialHistogramDataPoint {
+    return { attributes, startTimeUnixNano: start, timeUnixNano: now, count: String(b.count), sum: b.sum, scale: b.scale, zeroCount: String(b.zeroCount), positive: { offset: b.offset, bucketCounts: b.counts.map(String) } };
   }
 
   /** A histogram cell's point; cumulative, or what changed since the previous export. */

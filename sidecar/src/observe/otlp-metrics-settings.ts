@@ -5,6 +5,8 @@
 // stops the start with the variable, the value and what is allowed.
 // https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
 // https://opentelemetry.io/docs/specs/otel/protocol/exporter/
+import { readFileSync } from 'node:fs';
+import { nodeTls } from '../builtins.ts';
 import { ConfigError } from '../config/parse-value.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -26,14 +28,35 @@ export interface OtlpMetricsSettings {
    */
   readonly timeoutMs: number;
   readonly temporality: Temporality;
+  /**
+   * OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: `explicit` (the sidecar's
+   * own boundaries, by default) or `exponential`, for which every histogram cell
+   * keeps exponential buckets too (exponential-buckets.ts).
+   */
+  readonly histogramAggregation: 'explicit' | 'exponential';
   readonly gzip: boolean;
+  /**
+   * For an https:// endpoint, the PEM files OTEL_EXPORTER_OTLP_[METRICS_]CERTIFICATE
+   * (the CAs the receiver's certificate is checked against, in place of the system's),
+   * _CLIENT_KEY and _CLIENT_CERTIFICATE (the sidecar's own, for a receiver that asks
+   * for one) name, read at start.
+   */
+  readonly tls: OtlpTls;
   /** What the start should say about a setting it honours differently than asked. */
   readonly warnings: readonly string[];
 }
 
+export interface OtlpTls {
+  readonly ca?: Buffer;
+  readonly key?: Buffer;
+  readonly cert?: Buffer;
+}
+
+export type Signal = 'METRICS' | 'TRACES';
+
 /** Signal-specific first, then the general variable (the specification's order). */
-function pick(env: Env, name: string): [string, string] | undefined {
-  const specific = `OTEL_EXPORTER_OTLP_METRICS_${name}`;
+export function pick(env: Env, name: string, signal: Signal = 'METRICS'): [string, string] | undefined {
+  const specific = `OTEL_EXPORTER_OTLP_${signal}_${name}`;
   if (env[specific]) return [specific, env[specific]];
   const general = `OTEL_EXPORTER_OTLP_${name}`;
   return env[general] ? [general, env[general]] : undefined;
@@ -47,14 +70,14 @@ function milliseconds(env: Env, name: string, fallback: number): number {
   return n;
 }
 
-function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {
+export function oneOf<T extends string>(name: string, text: string, allowed: readonly T[]): T {
   const value = text.trim().toLowerCase();
   if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(`${name}: "${text}" is not one of ${allowed.join(', ')}`);
   return value as T;
 }
 
 /** `key=value,key2=value2`, percent-decoded, as OTEL_EXPORTER_OTLP_HEADERS writes them. */
-function parseHeaders(name: string, text: string): Record<string, string> {
+export function parseHeaders(name: string, text: string): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const entry of text.split(',')) {
     if (entry.trim() === '') continue;
@@ -69,7 +92,7 @@ function parseHeaders(name: string, text: string): Record<string, string> {
   return headers;
 }
 
-function parseUrl(name: string, text: string): URL {
+export function parseUrl(name: string, text: string): URL {
   let url: URL;
   try {
     url = new URL(text);
@@ -78,6 +101,43 @@ function parseUrl(name: string, text: string): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name}: "${text}" is not http:// or https:// (rpcscope speaks OTLP over HTTP, not gRPC)`);
   return url;
+}
+
+/** A PEM file a TLS variable names, read now: a path that cannot be read stops the start. */
+function pemFile(setting: [string, string] | undefined): Buffer | undefined {
+  if (setting === undefined) return undefined;
+  const [name, path] = setting;
+  try {
+    return readFileSync(path.trim());
+  } catch (err) {
+    throw new ConfigError(`${name}: cannot read "${path}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** The TLS files, checked as TLS will use them, so that a wrong file stops the start rather than every export. */
+export function tlsSettings(env: Env, url: URL, warnings: string[], signal: Signal = 'METRICS'): OtlpTls {
+  const caSetting = pick(env, 'CERTIFICATE', signal);
+  const keySetting = pick(env, 'CLIENT_KEY', signal);
+  const certSetting = pick(env, 'CLIENT_CERTIFICATE', signal);
+  const named = [caSetting, keySetting, certSetting].flatMap((s) => (s === undefined ? [] : [s[0]]));
+  if (named.length === 0) return {};
+  if (url.protocol !== 'https:') {
+    warnings.push(`${named.join(', ')}: not used, the OTLP ${signal.toLowerCase()} endpoint ${url.href} is not https://`);
+    return {};
+  }
+  if ((keySetting === undefined) !== (certSetting === undefined)) {
+    const [given, missing] = keySetting ? [keySetting[0], `OTEL_EXPORTER_OTLP_[${signal}_]CLIENT_CERTIFICATE`] : [certSetting![0], `OTEL_EXPORTER_OTLP_[${signal}_]CLIENT_KEY`];
+    throw new ConfigError(`${given} is set but ${missing} is not: a client certificate needs both its key and its certificate`);
+  }
+  const tls: OtlpTls = { ca: pemFile(caSetting), key: pemFile(keySetting), cert: pemFile(certSetting) };
+  try {
+    // TLS takes a CA file without a certificate in it silently, and would then trust nothing.
+    if (tls.ca !== undefined) new (process.getBuiltinModule('node:crypto').X509Certificate)(tls.ca);
+    nodeTls().createSecureContext(tls);
+  } catch (err) {
+    throw new ConfigError(`${named.join(', ')}: not usable for TLS: ${(err as Error).message}`);
+  }
+  return tls;
 }
 
 /** The settings, or undefined when OTLP metrics are off. */
@@ -124,12 +184,8 @@ export function otlpMetricsSettings(env: Env): OtlpMetricsSettings | undefined {
   const temporality = preference ? oneOf('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE', preference, ['cumulative', 'delta', 'lowmemory'] as const) : 'cumulative';
 
   const aggregation = env.OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION;
-  if (aggregation) {
-    const a = oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', aggregation, ['explicit_bucket_histogram', 'base2_exponential_bucket_histogram'] as const);
-    if (a === 'base2_exponential_bucket_histogram') {
-      warnings.push('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram: histograms are sent with explicit buckets, the sidecar\'s own (the cells it keeps for /metrics hold bucket counts, not the values an exponential histogram needs)');
-    }
-  }
+  const histogramAggregation = aggregation && oneOf('OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION', aggregation, ['explicit_bucket_histogram', 'base2_exponential_bucket_histogram'] as const) === 'base2_exponential_bucket_histogram' ? 'exponential' : 'explicit';
   // `lowmemory` is delta for counters and histograms, cumulative for up-down counters; every rpcscope gauge is a gauge.
-  return { url, protocol, headers, intervalMs, timeoutMs, temporality: temporality === 'cumulative' ? 'cumulative' : 'delta', gzip, warnings };
+  const tls = tlsSettings(env, url, warnings);
+  return { url, protocol, headers, intervalMs, timeoutMs, temporality: temporality === 'cumulative' ? 'cumulative' : 'delta', histogramAggregation, gzip, tls, warnings };
 }

@@ -45,3 +45,27 @@ test('families render as Prometheus text: counters, gauges, and histograms with 
   cell.record(0.1);
   assert.match(hist.render(), /^h_bucket\{m="x",le="0\.5"\} 1$/m, 'rendered labels are reused, values are read live');
 });
+
+test('a histogram kept in parts renders as their sum, each bucket\'s exemplar the newest of theirs, and as one cell would have', () => {
+  const parted = new HistogramFamily('h', 'help', [0.5, 1]);
+  const whole = new HistogramFamily('h', 'help', [0.5, 1]);
+  const series = parted.cell({ m: 'x' });
+  const ok = parted.part(series, { code: 'OK' });
+  const notFound = parted.part(series, { code: 'NOT_FOUND' });
+  const one = whole.cell({ m: 'x' });
+  for (const [part, v] of [[ok, 0.25], [notFound, 0.75], [ok, 2], [notFound, 0.3]] as const) {
+    part.record(v);
+    one.record(v);
+  }
+  assert.equal(parted.render(), whole.render());
+  ok.setExemplar(0, 'a'.repeat(32), 'b'.repeat(16), 0.25, 1_000);
+  notFound.setExemplar(0, 'c'.repeat(32), 'd'.repeat(16), 0.3, 2_000);
+  notFound.setExemplar(1, 'e'.repeat(32), 'f'.repeat(16), 0.75, 500);
+  const text = parted.render(true);
+  assert.match(text, /^h_bucket\{m="x",le="0.5"\} 2 # \{trace_id="c{32}",span_id="d{16}"\} 0.3 2.000$/m);
+  assert.match(text, /^h_bucket\{m="x",le="1"\} 3 # \{trace_id="e{32}",span_id="f{16}"\} 0.75 0.500$/m);
+  assert.doesNotMatch(text, /code=/);
+  // A newer exemplar in the other part replaces the bucket's at the next render.
+  ok.setExemplar(0, '1'.repeat(32), '2'.repeat(16), 0.2, 3_000);
+  assert.match(parted.render(true), /^h_bucket\{m="x",le="0.5"\} 2 # \{trace_id="1{32}",span_id="2{16}"\} 0.2 3.000$/m);
+});

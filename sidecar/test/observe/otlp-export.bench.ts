@@ -1,6 +1,6 @@
 // Benchmark: what one OTLP export costs the event loop, beside one /metrics
 // render, for the workload of series-workload.ts (100 gRPC methods × 3 status
-// codes + 20 REST routes) at each detail level: reading the cells into OTLP and
+// codes + 20 REST routes) at each detail level, and with exponential histograms: reading the cells into OTLP and
 // encoding it as protobuf and as JSON, in milliseconds (median of 30) and bytes.
 // An export runs once per OTEL_METRIC_EXPORT_INTERVAL (60 s by default), on a
 // timer, never on a call. Prints figures; asserts nothing.
@@ -25,8 +25,9 @@ function median(run: () => unknown): number {
 }
 
 console.log(`${'level'.padEnd(10)} ${'render ms'.padStart(10)} ${'text KB'.padStart(8)} ${'OTLP pb ms'.padStart(11)} ${'pb KB'.padStart(7)} ${'OTLP json ms'.padStart(13)} ${'json KB'.padStart(8)}`);
-for (const detail of METRICS_DETAILS) {
-  const observer = createMetricsObserver({ maxMethods: 100, env: {}, detail });
+// Each level with explicit buckets, and `standard` with exponential histograms (OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION).
+for (const [detail, exponential] of [...METRICS_DETAILS.map((d) => [d, false] as const), ['standard', true] as const]) {
+  const observer = createMetricsObserver({ maxMethods: 100, env: {}, detail, exponentialHistograms: exponential });
   for (const call of workloadCalls()) {
     const end = call.endTime;
     observer.callStarted(call);
@@ -41,7 +42,7 @@ for (const detail of METRICS_DETAILS) {
   const jsonMs = median(() => encodeJson(request()));
   const kb = (n: number): string => (n / 1024).toFixed(0).padStart(8);
   console.log(
-    `${detail.padEnd(10)} ${renderMs.toFixed(2).padStart(10)} ${kb(Buffer.byteLength(text))} ${pbMs.toFixed(2).padStart(11)} ${kb(encodeProtobuf(request()).length).slice(1)} ${jsonMs.toFixed(2).padStart(13)} ${kb(encodeJson(request()).length)}`,
+    `${(exponential ? `${detail.slice(0, 3)}, exp` : detail).padEnd(10)} ${renderMs.toFixed(2).padStart(10)} ${kb(Buffer.byteLength(text))} ${pbMs.toFixed(2).padStart(11)} ${kb(encodeProtobuf(request()).length).slice(1)} ${jsonMs.toFixed(2).padStart(13)} ${kb(encodeJson(request()).length)}`,
   );
   await observer.shutdown();
 }

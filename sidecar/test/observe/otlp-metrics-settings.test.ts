@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { otlpMetricsSettings } from '../../src/observe/otlp-metrics-settings.ts';
+import { makeSelfSignedCert } from '../support/certs.ts';
 
 describe('otlpMetricsSettings', () => {
   it('is off unless OTEL_METRICS_EXPORTER names otlp, even with an endpoint set for traces', () => {
@@ -45,9 +49,34 @@ describe('otlpMetricsSettings', () => {
     assert.equal(s.temporality, 'delta');
   });
 
-  it('warns that exponential histograms are sent with explicit buckets', () => {
-    const s = otlpMetricsSettings({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: 'base2_exponential_bucket_histogram' })!;
-    assert.match(s.warnings[0]!, /explicit buckets/);
+  it('sends explicit-bucket histograms unless OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION asks for exponential ones', () => {
+    const aggregation = (value?: string) => otlpMetricsSettings({ OTEL_METRICS_EXPORTER: 'otlp', ...(value ? { OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: value } : {}) })!.histogramAggregation;
+    assert.equal(aggregation(), 'explicit');
+    assert.equal(aggregation('explicit_bucket_histogram'), 'explicit');
+    assert.equal(aggregation('Base2_Exponential_Bucket_Histogram'), 'exponential');
+    assert.throws(() => aggregation('exponential'), /OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION: "exponential" is not one of explicit_bucket_histogram, base2_exponential_bucket_histogram/);
+  });
+
+  it('reads the TLS files of an https:// endpoint at start, refusing one it cannot read or use, and says when an http:// endpoint leaves them unused', () => {
+    const { certFile, keyFile, cert } = makeSelfSignedCert();
+    const https = { OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'https://collector:4318/v1/metrics' };
+    const s = otlpMetricsSettings({ ...https, OTEL_EXPORTER_OTLP_CERTIFICATE: certFile, OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: keyFile, OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: certFile })!;
+    assert.deepEqual(s.tls.ca, cert);
+    assert.deepEqual(s.tls.cert, cert);
+    assert.ok(s.tls.key && s.tls.key.length > 0);
+    assert.deepEqual(otlpMetricsSettings(https)!.tls, {});
+
+    const plain = otlpMetricsSettings({ OTEL_METRICS_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_CERTIFICATE: certFile })!;
+    assert.deepEqual(plain.tls, {});
+    assert.match(plain.warnings[0]!, /OTEL_EXPORTER_OTLP_CERTIFICATE: not used, the OTLP metrics endpoint http:\/\/localhost:4318\/v1\/metrics is not https:\/\//);
+
+    assert.throws(() => otlpMetricsSettings({ ...https, OTEL_EXPORTER_OTLP_CERTIFICATE: '/nonexistent/ca.pem' }), /OTEL_EXPORTER_OTLP_CERTIFICATE: cannot read "\/nonexistent\/ca.pem": ENOENT/);
+    assert.throws(() => otlpMetricsSettings({ ...https, OTEL_EXPORTER_OTLP_CLIENT_KEY: keyFile }), /OTEL_EXPORTER_OTLP_CLIENT_KEY is set but OTEL_EXPORTER_OTLP_\[METRICS_\]CLIENT_CERTIFICATE is not/);
+    const notPem = join(mkdtempSync(join(tmpdir(), 'rpcscope-otlp-')), 'ca.pem');
+    writeFileSync(notPem, 'not a certificate\n');
+    assert.throws(() => otlpMetricsSettings({ ...https, OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: notPem }), /OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: not usable for TLS/);
+    // A key that is not the certificate's.
+    assert.throws(() => otlpMetricsSettings({ ...https, OTEL_EXPORTER_OTLP_CLIENT_KEY: makeSelfSignedCert().keyFile, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: certFile }), /not usable for TLS/);
   });
 
   it('refuses what the specification does not allow, naming the variable, the value and what is allowed', () => {

@@ -10,9 +10,9 @@ import { procedureCodeNumber } from '../call-outcome.ts';
 import type { CallRecord } from '../call-record.ts';
 import { callShape } from '../call-shape.ts';
 import type { DetailLevel } from '../metrics-detail.ts';
-import type { HistogramCell, ValueCell } from '../metric-cells.ts';
+import type { HistogramCell } from '../metric-cells.ts';
 import type { MetricCatalogue } from './catalogue.ts';
-import { ENCODING_INDEX, EncodingCells, encodingLabels, routeLabels, type RouteCells, type StreamType } from './route-cells.ts';
+import { ENCODING_INDEX, EncodingCells, StatusCells, encodingLabels, routeLabels, type RouteCells, type StreamType } from './route-cells.ts';
 
 /** W3C trace-flags bit 0: the caller sampled the trace (OpenTelemetry's TraceFlags.SAMPLED). */
 const SAMPLED = 0x01;
@@ -41,8 +41,8 @@ export class CallRecorder {
   ended(call: CallRecord, obs: CallObservation, code: number): MethodShape {
     const cells = obs.cells;
     const enc = this.encodingCells(cells, call.encoding);
-    const callKey = code * 1000 + call.httpStatus;
-    (enc.calls.get(callKey) ?? this.newCallCell(cells, enc, code, call.httpStatus)).value++;
+    const status = enc.statuses.get(code * 1000 + call.httpStatus) ?? this.newStatusCells(cells, enc, code, call.httpStatus);
+    status.calls.value++;
     enc.requestBytes.value += call.requestBytes;
     enc.responseBytes.value += call.responseBytes;
     enc.requestSizes?.record(call.requestBytes);
@@ -51,8 +51,7 @@ export class CallRecorder {
     const elapsedMs = call.endTime - call.startTime;
     const shape = callShape(call, cells.route.shape);
     if (shape === 'unary') {
-      const slot = this.level.durationByCode ? code : 0;
-      const cell = enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot);
+      const cell = status.duration ?? this.newDurationPart(cells, enc, status, code, call.httpStatus);
       const seconds = elapsedMs / 1000;
       this.exemplar(cell, cell.record(seconds), seconds, call);
     } else {
@@ -81,7 +80,8 @@ export class CallRecorder {
       if (inFlight) cells.active.value--;
       const code = procedureCodeNumber(call, p);
       const enc = this.encodingCells(cells, call.encoding);
-      (enc.calls.get(code * 1000 + call.httpStatus) ?? this.newCallCell(cells, enc, code, call.httpStatus)).value++;
+      const status = enc.statuses.get(code * 1000 + call.httpStatus) ?? this.newStatusCells(cells, enc, code, call.httpStatus);
+      status.calls.value++;
       // One body carries every procedure's part: shared out evenly, the remainder to the first.
       const req = share(call.requestBytes, n, i);
       const resp = share(call.responseBytes, n, i);
@@ -91,8 +91,7 @@ export class CallRecorder {
       enc.responseSizes?.record(resp);
       const seconds = ((p.settledTime ?? call.endTime) - call.startTime) / 1000;
       if (shape === 'unary') {
-        const slot = this.level.durationByCode ? code : 0;
-        const cell = enc.durations[slot] ?? this.newDurationCell(cells, enc, code, slot);
+        const cell = status.duration ?? this.newDurationPart(cells, enc, status, code, call.httpStatus);
         this.exemplar(cell, cell.record(seconds), seconds, call);
       } else {
         (cells.streams[shape as StreamType] ?? this.newStreamCell(cells, shape as StreamType)).record(seconds);
@@ -157,21 +156,33 @@ export class CallRecorder {
     return enc;
   }
 
-  private newCallCell(cells: RouteCells, enc: EncodingCells, code: number, httpStatus: number): ValueCell {
-    const cell = this.catalogue.callsTotal.cell({
+  private newStatusCells(cells: RouteCells, enc: EncodingCells, code: number, httpStatus: number): StatusCells {
+    const status = new StatusCells(this.catalogue.callsTotal.cell({
       ...encodingLabels(cells, enc),
       code: grpcCodeName(code),
       http_status: httpStatus === 0 ? '' : String(httpStatus),
-    });
-    enc.calls.set(code * 1000 + httpStatus, cell);
-    return cell;
+    }));
+    enc.statuses.set(code * 1000 + httpStatus, status);
+    return status;
   }
 
-  private newDurationCell(cells: RouteCells, enc: EncodingCells, code: number, slot: number): HistogramCell {
-    const labels = encodingLabels(cells, enc);
-    const cell = this.catalogue.callDuration.cell(this.level.durationByCode ? { ...labels, code: grpcCodeName(code) } : labels);
-    enc.durations[slot] = cell;
-    return cell;
+  /**
+   * The latency part of one outcome, under the series /metrics serves for it
+   * (one per method, or per code at the full level): every level keeps the
+   * latency by status, which OTLP's `rpc.status_code` and `http.response.status_code`
+   * need, at the cost of one cell per outcome seen and none per call.
+   */
+  private newDurationPart(cells: RouteCells, enc: EncodingCells, status: StatusCells, code: number, httpStatus: number): HistogramCell {
+    const family = this.catalogue.callDuration;
+    const slot = this.level.durationByCode ? code : 0;
+    let series = enc.durations[slot];
+    if (series === undefined) {
+      const labels = encodingLabels(cells, enc);
+      enc.durations[slot] = series = family.cell(this.level.durationByCode ? { ...labels, code: grpcCodeName(code) } : labels);
+    }
+    // The code's name, and the HTTP status as a number (0: none), OTLP's int attribute.
+    status.duration = family.part(series, { code: grpcCodeName(code), http_status: httpStatus });
+    return status.duration;
   }
 
   private newStreamCell(cells: RouteCells, shape: StreamType): HistogramCell {

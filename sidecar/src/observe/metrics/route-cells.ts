@@ -12,11 +12,22 @@ export type StreamType = Exclude<MethodShape, 'unary'>;
 
 export const ENCODING_INDEX: Readonly<Record<Encoding, number>> = { proto: 0, json: 1, text: 2, other: 3 };
 
+/**
+ * The cells of one outcome (gRPC code and HTTP status) of a method: its
+ * `rpcscope_calls_total` series, and the part of the latency histogram its unary
+ * calls are recorded in (HistogramFamily.part), which OTLP exports by status
+ * code and /metrics adds up into the series the detail level labels.
+ */
+export class StatusCells {
+  duration: HistogramCell | undefined;
+  constructor(readonly calls: ValueCell) {}
+}
+
 /** Series of one (direction, protocol, encoding, method) (call-recorder.ts). */
 export class EncodingCells {
-  /** By `code * 1000 + http_status`. */
-  readonly calls = new Map<number, ValueCell>();
-  /** By gRPC code where the level labels durations by code; else the one cell is at 0. */
+  /** By `code * 1000 + http_status`: one lookup finds a call's count and its latency part. */
+  readonly statuses = new Map<number, StatusCells>();
+  /** The latency series /metrics serves: by gRPC code where the level labels durations by code; else the one cell is at 0. */
   readonly durations: (HistogramCell | undefined)[] = [];
   constructor(
     readonly encoding: Encoding,
