@@ -4,7 +4,7 @@
 // first seen, after which an observation is a field increment. A scrape renders
 // the cells as Prometheus text (prometheus-text.ts) or, when asked, OpenMetrics
 // text (openmetrics-text.ts), each cell's label text rendered once, on its first
-// scrape.
+// scrape (prepareLabels, in slices), each family's values at once.
 import type { Attributes } from '@opentelemetry/api';
 import { counterSampleName, exemplarSuffix, openMetricsHeader } from './openmetrics-text.ts';
 import { familyHeader, labelText, sampleLine, sampleValue } from './prometheus-text.ts';
@@ -37,6 +37,10 @@ export class ValueCell {
   value = 0;
   /** Rendered label text, filled on the first scrape: binding a cell stays cheap. */
   labels: string | undefined;
+  /** The sample line of the last scrape, kept while `value` (and the sample name) stay the same. */
+  line: string | undefined;
+  lineValue = 0;
+  lineSample: string | undefined;
   constructor(readonly attributes: Attributes) {}
 }
 
@@ -50,6 +54,15 @@ export class HistogramCell {
   bucketPrefix: string | undefined;
   /** Only histograms offered exemplars (call latency, with tracing on) allocate them. */
   exemplars: BucketExemplars | undefined;
+  /**
+   * The lines of the last scrape, Prometheus and OpenMetrics, each kept while
+   * `count` is the one they were rendered at (every record changes it; a new
+   * exemplar drops the OpenMetrics lines).
+   */
+  text: string | undefined;
+  textCount = -1;
+  openMetricsText: string | undefined;
+  openMetricsTextCount = -1;
 
   constructor(readonly attributes: Attributes, private readonly boundaries: readonly number[]) {
     this.counts = new Array<number>(boundaries.length + 1).fill(0);
@@ -78,19 +91,62 @@ export class HistogramCell {
     e.spanIds[bucket] = spanId;
     e.values[bucket] = value;
     e.times[bucket] = unixMs;
+    this.openMetricsText = undefined;
+  }
+}
+
+/** Where a family's exposition goes, a piece at a time (a string, or the bytes of a scrape). */
+export interface ExpositionSink {
+  add(text: string): void;
+}
+
+/** Collects the pieces into one string. */
+export class TextSink implements ExpositionSink {
+  text = '';
+  add(text: string): void {
+    this.text += text;
   }
 }
 
 /** One metric: its name, and every cell bound for it so far, in the order they were first seen. */
 abstract class Family<C> {
   readonly cells: C[] = [];
+  /** Cells before this index have their label text rendered (prepareLabels). */
+  private prepared = 0;
   constructor(readonly name: string, readonly description: string) {}
   /** The family's exposition text, Prometheus or OpenMetrics; empty while it has no cell. */
-  abstract render(openMetrics?: boolean): string;
+  render(openMetrics = false): string {
+    const sink = new TextSink();
+    this.renderTo(sink, openMetrics);
+    return sink.text;
+  }
+  /**
+   * The same, a piece at a time: the header, then each cell's lines, which a
+   * cell keeps from one scrape to the next while it has not changed, so that a
+   * scrape of quiet methods allocates next to nothing.
+   */
+  abstract renderTo(sink: ExpositionSink, openMetrics: boolean): void;
+  /** Renders one cell's label text, if not yet done. */
+  protected abstract prepareCell(cell: C): void;
+  /**
+   * Renders the label text of cells never scraped, until `deadline`
+   * (performance.now()); true once every cell has it. The label text never
+   * changes, so a scrape does this in slices before it renders any value, and
+   * render() then only concatenates (it still renders what is missing).
+   */
+  prepareLabels(deadline: number): boolean {
+    const cells = this.cells;
+    while (this.prepared < cells.length) {
+      this.prepareCell(cells[this.prepared++]!);
+      if ((this.prepared & 15) === 0 && performance.now() >= deadline) break;
+    }
+    return this.prepared >= cells.length;
+  }
   /** Stops exporting a cell (the series of something that is gone); rare, so a scan is fine. */
   remove(cell: C): void {
     const i = this.cells.indexOf(cell);
     if (i >= 0) this.cells.splice(i, 1);
+    if (i >= 0 && i < this.prepared) this.prepared--;
   }
 }
 
@@ -105,12 +161,22 @@ export class ValueFamily extends Family<ValueCell> {
     return c;
   }
 
-  render(openMetrics = false): string {
-    if (this.cells.length === 0) return '';
-    let out = openMetrics ? openMetricsHeader(this.name, this.kind, this.description) : familyHeader(this.name, this.kind, this.description);
+  protected prepareCell(c: ValueCell): void {
+    c.labels ??= labelText(c.attributes);
+  }
+
+  renderTo(sink: ExpositionSink, openMetrics: boolean): void {
+    if (this.cells.length === 0) return;
+    sink.add(openMetrics ? openMetricsHeader(this.name, this.kind, this.description) : familyHeader(this.name, this.kind, this.description));
     const sample = openMetrics && this.kind === 'counter' ? counterSampleName(this.name) : this.name;
-    for (const c of this.cells) out += sampleLine(sample, (c.labels ??= labelText(c.attributes)), c.value);
-    return out;
+    for (const c of this.cells) {
+      if (c.line === undefined || c.lineValue !== c.value || c.lineSample !== sample) {
+        c.line = sampleLine(sample, (c.labels ??= labelText(c.attributes)), c.value);
+        c.lineValue = c.value;
+        c.lineSample = sample;
+      }
+      sink.add(c.line);
+    }
   }
 }
 
@@ -129,30 +195,52 @@ export class HistogramFamily extends Family<HistogramCell> {
     return c;
   }
 
-  render(openMetrics = false): string {
-    if (this.cells.length === 0) return '';
+  protected prepareCell(c: HistogramCell): void {
+    if (c.braces !== undefined) return;
+    const l = labelText(c.attributes);
+    c.braces = l === '' ? '' : `{${l}}`;
+    c.bucketPrefix = `${this.name}_bucket{${l === '' ? '' : `${l},`}le="`;
+  }
+
+  renderTo(sink: ExpositionSink, openMetrics: boolean): void {
+    if (this.cells.length === 0) return;
     const name = this.name;
-    let out = openMetrics ? openMetricsHeader(name, 'histogram', this.description) : familyHeader(name, 'histogram', this.description);
+    sink.add(openMetrics ? openMetricsHeader(name, 'histogram', this.description) : familyHeader(name, 'histogram', this.description));
     for (const c of this.cells) {
-      if (c.braces === undefined) {
-        const l = labelText(c.attributes);
-        c.braces = l === '' ? '' : `{${l}}`;
-        c.bucketPrefix = `${name}_bucket{${l === '' ? '' : `${l},`}le="`;
+      if (openMetrics ? c.openMetricsTextCount === c.count && c.openMetricsText !== undefined : c.textCount === c.count && c.text !== undefined) {
+        sink.add(openMetrics ? c.openMetricsText! : c.text!);
+        continue;
       }
-      const totals = `${name}_count${c.braces} ${c.count}\n${name}_sum${c.braces} ${sampleValue(c.sum)}\n`;
-      // The Prometheus layout is the one the exporter had; OpenMetrics's examples put the buckets first.
-      if (!openMetrics) out += totals;
-      let cumulative = 0;
-      const counts = c.counts;
-      const e = openMetrics ? c.exemplars : undefined;
-      for (let i = 0; i < counts.length; i++) {
-        cumulative += counts[i]!;
-        out += `${c.bucketPrefix}${this.leTails[i]}${cumulative}`;
-        if (e !== undefined && e.traceIds[i] !== '') out += exemplarSuffix(e.traceIds[i]!, e.spanIds[i]!, e.values[i]!, e.times[i]!);
-        out += '\n';
+      const text = this.cellText(c, openMetrics);
+      if (openMetrics) {
+        c.openMetricsText = text;
+        c.openMetricsTextCount = c.count;
+      } else {
+        c.text = text;
+        c.textCount = c.count;
       }
-      if (openMetrics) out += totals;
+      sink.add(text);
     }
+  }
+
+  /** One cell's lines: _count, _sum and the cumulative buckets (Prometheus), or the buckets with their exemplars first (OpenMetrics). */
+  private cellText(c: HistogramCell, openMetrics: boolean): string {
+    const name = this.name;
+    let out = '';
+    if (c.braces === undefined) this.prepareCell(c);
+    const totals = `${name}_count${c.braces} ${c.count}\n${name}_sum${c.braces} ${sampleValue(c.sum)}\n`;
+    // The Prometheus layout is the one the exporter had; OpenMetrics's examples put the buckets first.
+    if (!openMetrics) out += totals;
+    let cumulative = 0;
+    const counts = c.counts;
+    const e = openMetrics ? c.exemplars : undefined;
+    for (let i = 0; i < counts.length; i++) {
+      cumulative += counts[i]!;
+      out += `${c.bucketPrefix}${this.leTails[i]}${cumulative}`;
+      if (e !== undefined && e.traceIds[i] !== '') out += exemplarSuffix(e.traceIds[i]!, e.spanIds[i]!, e.values[i]!, e.times[i]!);
+      out += '\n';
+    }
+    if (openMetrics) out += totals;
     return out;
   }
 }

@@ -15,6 +15,7 @@
 // and renders the exposition; the cells a route binds are in metrics/route-cells.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SpanContext } from '@opentelemetry/api';
 import type { CallRecord } from './call-record.ts';
 import type { Faults } from './faults.ts';
@@ -25,7 +26,7 @@ import type { MetricsDetail } from './metrics-detail.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
-import type { HistogramFamily, MetricFamily } from './metric-cells.ts';
+import { TextSink, type ExpositionSink, type HistogramFamily, type MetricFamily } from './metric-cells.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -100,6 +101,13 @@ export interface MetricsObserver extends Observer {
 /** The text format's media type (https://prometheus.io/docs/instrumenting/exposition_formats/#basic-info). */
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
+/**
+ * How long a scrape runs before it lets calls through (setImmediate): a scrape
+ * is a string of slices of about this much, each family rendered within one
+ * (docs/metrics.md "Scrapes and the event loop").
+ */
+const SLICE_MS = 1;
+
 class MetricsObserverImpl implements MetricsObserver {
   private readonly catalogue: MetricCatalogue;
   private readonly routes: RouteCellTable;
@@ -143,15 +151,43 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   handleMetrics(req: IncomingMessage, res: ServerResponse): void {
-    const openMetrics = acceptsOpenMetrics(req.headers.accept);
-    let body: string;
+    void this.serveMetrics(acceptsOpenMetrics(req.headers.accept), res);
+  }
+
+  /**
+   * A scrape in slices of SLICE_MS, so that calls never wait behind one: first the
+   * label text of cells never scraped (it never changes, so nothing can tear),
+   * then the values, family by family, each family rendered at once into bytes,
+   * then the bytes written a chunk at a time. The response keeps its content-length.
+   */
+  private async serveMetrics(openMetrics: boolean, res: ServerResponse): Promise<void> {
+    let deadline = performance.now() + SLICE_MS;
+    const slice = async (): Promise<void> => {
+      await nextTurn();
+      deadline = performance.now() + SLICE_MS;
+    };
+    const sink = new ChunkSink();
     try {
-      body = this.render(openMetrics);
+      for (const family of this.families()) {
+        while (!family.prepareLabels(deadline)) await slice();
+      }
+      const steps = this.renderSteps(sink, openMetrics);
+      while (steps.next().done !== true) {
+        if (performance.now() >= deadline) await slice();
+        if (res.destroyed) return;
+      }
     } catch (err) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to render metrics: ${(err as Error).message}\n`);
       return;
     }
-    res.writeHead(200, { 'content-type': openMetrics ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(body);
+    const chunks = sink.finish();
+    res.writeHead(200, { 'content-type': openMetrics ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE, 'content-length': sink.bytes });
+    for (const chunk of chunks) {
+      res.write(chunk);
+      if (performance.now() >= deadline) await slice();
+      if (res.destroyed) return;
+    }
+    res.end();
   }
 
   async shutdown(): Promise<void> {
@@ -246,13 +282,31 @@ class MetricsObserverImpl implements MetricsObserver {
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
   render(openMetrics = false): string {
+    const sink = new TextSink();
+    const steps = this.renderSteps(sink, openMetrics);
+    while (steps.next().done !== true);
+    return sink.text;
+  }
+
+  private *families(): Generator<MetricFamily> {
+    yield* this.catalogue.families;
+    yield* this.extraFamilies;
+  }
+
+  /**
+   * Renders the exposition into `sink`, the values brought up to date first;
+   * pauses after each family, where a scrape may let calls through.
+   */
+  private *renderSteps(sink: ExpositionSink, openMetrics: boolean): Generator<void> {
     this.refresh();
     // The resource's attributes are fixed at start: target_info was rendered once.
-    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
-    for (const family of this.catalogue.families) out += family.render(openMetrics);
-    for (const extra of this.extraFamilies) out += extra.render(openMetrics);
-    out += this.processMetrics.render(openMetrics);
-    return openMetrics ? out + OPENMETRICS_EOF : out;
+    sink.add(openMetrics ? this.openMetricsTargetInfo : this.targetInfo);
+    for (const family of this.families()) {
+      family.renderTo(sink, openMetrics);
+      yield;
+    }
+    this.processMetrics.renderTo(sink, openMetrics);
+    if (openMetrics) sink.add(OPENMETRICS_EOF);
   }
 
   collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily } {
@@ -270,6 +324,39 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     this.upstreams.beforeRender();
     this.faults.beforeRender();
+  }
+}
+
+/**
+ * A scrape's bytes: each piece encoded as it comes into chunks of CHUNK_BYTES,
+ * so that a family's text is never joined into one string first.
+ */
+class ChunkSink implements ExpositionSink {
+  private static readonly CHUNK_BYTES = 64 * 1024;
+  private readonly chunks: Buffer[] = [];
+  private chunk = Buffer.allocUnsafe(ChunkSink.CHUNK_BYTES);
+  private used = 0;
+  bytes = 0;
+
+  add(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.used + text.length * 3 > this.chunk.length) {
+      this.flush();
+      this.chunk = Buffer.allocUnsafe(Math.max(ChunkSink.CHUNK_BYTES, text.length * 3));
+    }
+    const n = this.chunk.write(text, this.used);
+    this.used += n;
+    this.bytes += n;
+  }
+
+  finish(): Buffer[] {
+    this.flush();
+    return this.chunks;
+  }
+
+  private flush(): void {
+    if (this.used > 0) this.chunks.push(this.chunk.subarray(0, this.used));
+    this.used = 0;
   }
 }
 
