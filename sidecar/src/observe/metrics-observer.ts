@@ -26,7 +26,9 @@ import type { MetricsDetail } from './metrics-detail.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
-import { TextSink, type ExpositionSink, type HistogramFamily, type MetricFamily } from './metric-cells.ts';
+import { PROTOBUF_CONTENT_TYPE, acceptsProtobuf, newWriter, writeFamily } from './prometheus-protobuf.ts';
+import type { HistogramFormat } from '../config/load.ts';
+import { TextSink, ValueFamily, type ExpositionSink, type HistogramFamily, type MetricFamily } from './metric-cells.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -79,6 +81,8 @@ export interface MetricsObserverOptions {
   spanOf?: (call: CallRecord) => SpanContext | undefined;
   /** Unix milliseconds at performance.now() = 0, which dates the exemplars; performance.timeOrigin by default. */
   timeOrigin?: number;
+  /** --histograms: `classic` by default (text formats only); `native` or `both` serve the protobuf exposition to a scraper that asks for it. */
+  histograms?: HistogramFormat;
 }
 
 export interface MetricsObserver extends Observer {
@@ -124,10 +128,14 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly processMetrics: ProcessMetrics;
   private readonly targetInfo: string;
   private readonly openMetricsTargetInfo: string;
+  /** target_info as a family, for the protobuf exposition. */
+  private readonly targetInfoFamily = new ValueFamily('target_info', 'Target metadata', 'gauge');
+  private readonly histograms: HistogramFormat;
 
   constructor(opts: MetricsObserverOptions) {
     const level = DETAIL_LEVELS[opts.detail ?? 'standard'];
-    const catalogue = (this.catalogue = new MetricCatalogue(level));
+    this.histograms = opts.histograms ?? 'classic';
+    const catalogue = (this.catalogue = new MetricCatalogue(level, this.histograms !== 'classic'));
     this.routes = new RouteCellTable(catalogue.callsActive);
     this.calls = new CallRecorder(catalogue, level, opts.spanOf, opts.timeOrigin ?? performance.timeOrigin);
     this.resets = new ResetRecorder(catalogue);
@@ -147,11 +155,48 @@ class MetricsObserverImpl implements MetricsObserver {
     };
     this.targetInfo = targetInfo(attributes);
     this.openMetricsTargetInfo = targetInfo(attributes, openMetricsHeader);
+    this.targetInfoFamily.cell(attributes).value = 1;
     this.processMetrics = new ProcessMetrics(env);
   }
 
   handleMetrics(req: IncomingMessage, res: ServerResponse): void {
-    void this.serveMetrics(acceptsOpenMetrics(req.headers.accept), res);
+    // Protobuf only when it carries something the text formats cannot: native histograms.
+    if (this.histograms !== 'classic' && acceptsProtobuf(req.headers.accept)) void this.serveProtobuf(res);
+    else void this.serveMetrics(acceptsOpenMetrics(req.headers.accept), res);
+  }
+
+  /** The protobuf exposition, in slices as serveMetrics: each family encoded at once, calls let through between families. */
+  private async serveProtobuf(res: ServerResponse): Promise<void> {
+    let deadline = performance.now() + SLICE_MS;
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    const classic = this.histograms === 'both';
+    const encode = (family: MetricFamily): void => {
+      const w = newWriter();
+      writeFamily(w, family, classic);
+      const chunk = w.finish();
+      chunks.push(chunk);
+      bytes += chunk.length;
+    };
+    try {
+      this.refresh();
+      encode(this.targetInfoFamily);
+      for (const family of this.families()) {
+        encode(family);
+        if (performance.now() >= deadline) {
+          await nextTurn();
+          deadline = performance.now() + SLICE_MS;
+        }
+        if (res.destroyed) return;
+      }
+      for (const family of this.processMetrics.update()) encode(family);
+    } catch (err) {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to render metrics: ${(err as Error).message}\n`);
+      return;
+    }
+    res.writeHead(200, { 'content-type': PROTOBUF_CONTENT_TYPE, 'content-length': bytes });
+    for (const chunk of chunks) res.write(chunk);
+    res.end();
   }
 
   /**

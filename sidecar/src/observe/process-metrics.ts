@@ -65,6 +65,11 @@ export class ProcessMetrics {
   }
 
   renderTo(sink: ExpositionSink, openMetrics: boolean): void {
+    for (const family of this.update()) family.renderTo(sink, openMetrics);
+  }
+
+  /** Reads the figures anew and returns the families holding them, in exposition order. */
+  update(): ValueFamily[] {
     const cpu = process.cpuUsage();
     this.cpuCell.value = (cpu.user + cpu.system) / 1e6;
     this.rssCell.value = process.memoryUsage.rss();
@@ -74,8 +79,7 @@ export class ProcessMetrics {
       this.loopCells[i]!.value = seen ? read(this.loop) / 1e9 : 0;
     });
     this.loop.reset();
-    for (const family of [this.build, this.start, this.cpu, this.rss]) family.renderTo(sink, openMetrics);
-    for (const { family } of this.loopFamilies) family.renderTo(sink, openMetrics);
+    return [this.build, this.start, this.cpu, this.rss, ...this.loopFamilies.map(({ family }) => family)];
   }
 
   stop(): void {
