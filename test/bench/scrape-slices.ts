@@ -11,7 +11,7 @@
 // on every turn of the loop, and the largest CPU time between two turns while a
 // scrape is in flight is that scrape's longest stall. Prints figures; asserts nothing.
 //
-//   node --import tsx test/bench/scrape-slices.ts [--scrapes 40] [--src DIR] [--accept TYPE]
+//   node --import tsx test/bench/scrape-slices.ts [--scrapes 40] [--changed 1] [--src DIR] [--accept TYPE] [--histograms native]
 //
 // --src loads the observer from another checkout's sidecar/src (e.g. main's,
 // extracted with `git archive main sidecar/src | tar -x -C sidecar/.main` so
@@ -26,13 +26,14 @@ import type { MetricsObserver, MetricsObserverOptions } from '../../sidecar/src/
 import { workloadCalls } from '../../sidecar/test/observe/series-workload.ts';
 import { percentile } from '../support/admin-scrape.ts';
 
-const { values: args } = parseArgs({ options: { scrapes: { type: 'string', default: '40' }, src: { type: 'string' }, accept: { type: 'string' }, changed: { type: 'string', default: '1' } } });
+const { values: args } = parseArgs({ options: { scrapes: { type: 'string', default: '40' }, src: { type: 'string' }, accept: { type: 'string' }, changed: { type: 'string', default: '1' }, histograms: { type: 'string', default: 'classic' } } });
 /** The share of the workload's calls recorded again before each scrape (1: every series changes). */
 const CHANGED = Number(args.changed);
 const src = args.src === undefined ? new URL('../../sidecar/src/', import.meta.url) : pathToFileURL(`${resolve(args.src)}/`);
 const { createMetricsObserver } = (await import(new URL('observe/metrics-observer.ts', src).href)) as { createMetricsObserver: (o: MetricsObserverOptions) => MetricsObserver };
 
-const observer = createMetricsObserver({ maxMethods: 100, env: {} });
+// --histograms native or both, with a protobuf --accept, measures the protobuf exposition.
+const observer = createMetricsObserver({ maxMethods: 100, env: {}, histograms: args.histograms as MetricsObserverOptions['histograms'] });
 function replay(share = 1): void {
   const calls = workloadCalls();
   for (const call of calls.slice(0, Math.round(calls.length * share))) {

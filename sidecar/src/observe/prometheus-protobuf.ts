@@ -48,14 +48,27 @@ function double(w: Writer, field: number, value: number): void {
   w.uint32((field << 3) | 1).double(value);
 }
 
+/**
+ * A cell's LabelPair messages, encoded on its first protobuf scrape and kept:
+ * label text never changes, and encoding it is most of a scrape's work.
+ */
+const labelPairs = new WeakMap<object, Uint8Array[]>();
+
 function labels(w: Writer, attributes: Readonly<Record<string, unknown>>): void {
-  for (const key in attributes) {
-    const v = attributes[key];
-    w.uint32((1 << 3) | 2).fork();
-    string(w, 1, labelName(key));
-    string(w, 2, typeof v === 'string' ? v : JSON.stringify(v ?? ''));
-    w.ldelim();
+  let pairs = labelPairs.get(attributes);
+  if (pairs === undefined) {
+    pairs = [];
+    for (const key in attributes) {
+      const v = attributes[key];
+      const p = protobuf.Writer.create();
+      string(p, 1, labelName(key));
+      string(p, 2, typeof v === 'string' ? v : JSON.stringify(v ?? ''));
+      pairs.push(p.finish());
+    }
+    labelPairs.set(attributes, pairs);
   }
+  // `bytes` writes a length and the bytes: with the tag before it, the LabelPair field.
+  for (const pair of pairs) w.uint32((1 << 3) | 2).bytes(pair);
 }
 
 function classicBuckets(w: Writer, cell: HistogramCell, boundaries: readonly number[]): void {
