@@ -57,11 +57,15 @@ export const NATIVE_ZERO_THRESHOLD = 2 ** -128;
 
 /** The native bucket of a value above the zero threshold: the smallest i with value <= 2^(i/8). */
 export function nativeBucket(value: number): number {
+  const x = Math.log2(value) * NATIVE_PER_OCTAVE;
   // `| 0`: an int32, and never -0.
-  let i = Math.ceil(Math.log2(value) * NATIVE_PER_OCTAVE) | 0;
-  // log2 is off by an ulp now and then: a value on a boundary belongs to the bucket below it.
-  if (value <= 2 ** ((i - 1) / NATIVE_PER_OCTAVE)) i--;
-  else if (value > 2 ** (i / NATIVE_PER_OCTAVE)) i++;
+  let i = Math.ceil(x) | 0;
+  // log2 is off by an ulp now and then: near a boundary, the exact test puts a
+  // value on it in the bucket below, as Prometheus does.
+  if (i - x < 1e-9 || x - (i - 1) < 1e-9) {
+    if (value <= 2 ** ((i - 1) / NATIVE_PER_OCTAVE)) i--;
+    else if (value > 2 ** (i / NATIVE_PER_OCTAVE)) i++;
+  }
   return i;
 }
 
