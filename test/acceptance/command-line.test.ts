@@ -58,6 +58,7 @@ describe('rpcscope --check', () => {
     [['--proto', join(fixtures, 'routing')], /^rpcscope: --proto: .*: no \.proto files found$/m],
     [['--tls-cert', join(fixtures, 'routing/routes.txt'), '--tls-key', join(fixtures, 'routing/routes.txt')], /^rpcscope: --tls-cert: /],
     [['--access-log-sample', '1.5'], /^rpcscope: --access-log-sample: invalid value "1.5": expected a number from 0 to 1/],
+    [['--histograms', 'sparse'], /^rpcscope: --histograms: invalid value "sparse": expected one of classic, native, both$/m],
   ] as const) {
     it(`exits 2 with one line for ${args[0]} ${args[1].replace(fixtures, '…')}`, () => {
       const r = rpcscope(['--check', '--upstream', 'http://127.0.0.1:8080', ...args]);

@@ -8,6 +8,13 @@ import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } 
 import { SETTINGS, envName, type BalancePolicy, type Flag, type Setting } from './schema.ts';
 import type { MetricsDetail } from '../observe/metrics-detail.ts';
 
+/**
+ * --histograms: `classic` keeps /metrics as it was (text formats only); `native`
+ * and `both` serve the protobuf exposition to a scraper that asks for it, with
+ * native histograms instead of, or beside, the classic buckets.
+ */
+export type HistogramFormat = 'classic' | 'native' | 'both';
+
 export interface Config {
   listen: HostPort;
   upstream: UpstreamUrl;
@@ -51,6 +58,8 @@ export interface Config {
   trpcPrefix: string;
   /** How much of the per-method distribution /metrics exports (observe/metrics-detail.ts). */
   metricsDetail: MetricsDetail;
+  /** What a protobuf scrape of /metrics gets for the latency, stream and deadline histograms (observe/prometheus-protobuf.ts). */
+  histograms: HistogramFormat;
   routesFile: string | undefined;
   operationsFile: string | undefined;
   protoDir: string | undefined;
@@ -294,6 +303,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     maxMethods: v.get('max-methods') as number,
     trpcPrefix: trpcPrefix(v.get('trpc-prefix') as string),
     metricsDetail: v.get('metrics-detail') as MetricsDetail,
+    histograms: v.get('histograms') as HistogramFormat,
     routesFile: v.get('routes') as string | undefined,
     operationsFile: v.get('operations') as string | undefined,
     protoDir: v.get('proto') as string | undefined,

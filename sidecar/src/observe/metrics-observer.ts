@@ -15,6 +15,7 @@
 // and renders the exposition; the cells a route binds are in metrics/route-cells.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SpanContext } from '@opentelemetry/api';
 import type { CallRecord } from './call-record.ts';
 import type { Faults } from './faults.ts';
@@ -25,7 +26,9 @@ import type { MetricsDetail } from './metrics-detail.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
-import { HistogramFamily, type MetricFamily } from './metric-cells.ts';
+import { PROTOBUF_CONTENT_TYPE, acceptsProtobuf, newWriter, writeFamily } from './prometheus-protobuf.ts';
+import type { HistogramFormat } from '../config/load.ts';
+import { HistogramFamily, TextSink, ValueFamily, type ExpositionSink, type MetricFamily } from './metric-cells.ts';
 import type { OperationMap } from '../route/operation-map.ts';
 import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
 import type { RestRoute } from '../route/route-template.ts';
@@ -84,6 +87,8 @@ export interface MetricsObserverOptions {
    * tenths of a microsecond per recorded value, paid only then.
    */
   exponentialHistograms?: boolean;
+  /** --histograms: `classic` by default (text formats only); `native` or `both` serve the protobuf exposition to a scraper that asks for it. */
+  histograms?: HistogramFormat;
 }
 
 export interface MetricsObserver extends Observer {
@@ -106,6 +111,13 @@ export interface MetricsObserver extends Observer {
 /** The text format's media type (https://prometheus.io/docs/instrumenting/exposition_formats/#basic-info). */
 const CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
+/**
+ * How long a scrape runs before it lets calls through (setImmediate): a scrape
+ * is a string of slices of about this much, each family rendered within one
+ * (docs/metrics.md "Scrapes and the event loop").
+ */
+const SLICE_MS = 1;
+
 class MetricsObserverImpl implements MetricsObserver {
   private readonly catalogue: MetricCatalogue;
   private readonly routes: RouteCellTable;
@@ -123,10 +135,14 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly targetInfo: string;
   private readonly openMetricsTargetInfo: string;
   private readonly exponential: boolean;
+  /** target_info as a family, for the protobuf exposition. */
+  private readonly targetInfoFamily = new ValueFamily('target_info', 'Target metadata', 'gauge');
+  private readonly histograms: HistogramFormat;
 
   constructor(opts: MetricsObserverOptions) {
     const level = DETAIL_LEVELS[opts.detail ?? 'standard'];
-    const catalogue = (this.catalogue = new MetricCatalogue(level));
+    this.histograms = opts.histograms ?? 'classic';
+    const catalogue = (this.catalogue = new MetricCatalogue(level, this.histograms !== 'classic'));
     this.exponential = opts.exponentialHistograms ?? false;
     this.keepExponential(catalogue.families);
     this.routes = new RouteCellTable(catalogue.callsActive);
@@ -148,19 +164,84 @@ class MetricsObserverImpl implements MetricsObserver {
     };
     this.targetInfo = targetInfo(attributes);
     this.openMetricsTargetInfo = targetInfo(attributes, openMetricsHeader);
+    this.targetInfoFamily.cell(attributes).value = 1;
     this.processMetrics = new ProcessMetrics(env);
   }
 
   handleMetrics(req: IncomingMessage, res: ServerResponse): void {
-    const openMetrics = acceptsOpenMetrics(req.headers.accept);
-    let body: string;
+    // Protobuf only when it carries something the text formats cannot: native histograms.
+    if (this.histograms !== 'classic' && acceptsProtobuf(req.headers.accept)) void this.serveProtobuf(res);
+    else void this.serveMetrics(acceptsOpenMetrics(req.headers.accept), res);
+  }
+
+  /** The protobuf exposition, in slices as serveMetrics: each family encoded at once, calls let through between families. */
+  private async serveProtobuf(res: ServerResponse): Promise<void> {
+    let deadline = performance.now() + SLICE_MS;
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    const classic = this.histograms === 'both';
+    const encode = (family: MetricFamily): void => {
+      const w = newWriter();
+      writeFamily(w, family, classic);
+      const chunk = w.finish();
+      chunks.push(chunk);
+      bytes += chunk.length;
+    };
     try {
-      body = this.render(openMetrics);
+      this.refresh();
+      encode(this.targetInfoFamily);
+      for (const family of this.families()) {
+        encode(family);
+        if (performance.now() >= deadline) {
+          await nextTurn();
+          deadline = performance.now() + SLICE_MS;
+        }
+        if (res.destroyed) return;
+      }
+      for (const family of this.processMetrics.update()) encode(family);
     } catch (err) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to render metrics: ${(err as Error).message}\n`);
       return;
     }
-    res.writeHead(200, { 'content-type': openMetrics ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE, 'content-length': Buffer.byteLength(body) }).end(body);
+    res.writeHead(200, { 'content-type': PROTOBUF_CONTENT_TYPE, 'content-length': bytes });
+    for (const chunk of chunks) res.write(chunk);
+    res.end();
+  }
+
+  /**
+   * A scrape in slices of SLICE_MS, so that calls never wait behind one: first the
+   * label text of cells never scraped (it never changes, so nothing can tear),
+   * then the values, family by family, each family rendered at once into bytes,
+   * then the bytes written a chunk at a time. The response keeps its content-length.
+   */
+  private async serveMetrics(openMetrics: boolean, res: ServerResponse): Promise<void> {
+    let deadline = performance.now() + SLICE_MS;
+    const slice = async (): Promise<void> => {
+      await nextTurn();
+      deadline = performance.now() + SLICE_MS;
+    };
+    const sink = new ChunkSink();
+    try {
+      for (const family of this.families()) {
+        while (!family.prepareLabels(deadline)) await slice();
+      }
+      const steps = this.renderSteps(sink, openMetrics);
+      while (steps.next().done !== true) {
+        if (performance.now() >= deadline) await slice();
+        if (res.destroyed) return;
+      }
+    } catch (err) {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to render metrics: ${(err as Error).message}\n`);
+      return;
+    }
+    const chunks = sink.finish();
+    res.writeHead(200, { 'content-type': openMetrics ? OPENMETRICS_CONTENT_TYPE : CONTENT_TYPE, 'content-length': sink.bytes });
+    for (const chunk of chunks) {
+      res.write(chunk);
+      if (performance.now() >= deadline) await slice();
+      if (res.destroyed) return;
+    }
+    res.end();
   }
 
   async shutdown(): Promise<void> {
@@ -262,13 +343,31 @@ class MetricsObserverImpl implements MetricsObserver {
 
   /** Brings the values only read at scrape time up to date, then renders every family. */
   render(openMetrics = false): string {
+    const sink = new TextSink();
+    const steps = this.renderSteps(sink, openMetrics);
+    while (steps.next().done !== true);
+    return sink.text;
+  }
+
+  private *families(): Generator<MetricFamily> {
+    yield* this.catalogue.families;
+    yield* this.extraFamilies;
+  }
+
+  /**
+   * Renders the exposition into `sink`, the values brought up to date first;
+   * pauses after each family, where a scrape may let calls through.
+   */
+  private *renderSteps(sink: ExpositionSink, openMetrics: boolean): Generator<void> {
     this.refresh();
     // The resource's attributes are fixed at start: target_info was rendered once.
-    let out = openMetrics ? this.openMetricsTargetInfo : this.targetInfo;
-    for (const family of this.catalogue.families) out += family.render(openMetrics);
-    for (const extra of this.extraFamilies) out += extra.render(openMetrics);
-    out += this.processMetrics.render(openMetrics);
-    return openMetrics ? out + OPENMETRICS_EOF : out;
+    sink.add(openMetrics ? this.openMetricsTargetInfo : this.targetInfo);
+    for (const family of this.families()) {
+      family.renderTo(sink, openMetrics);
+      yield;
+    }
+    this.processMetrics.renderTo(sink, openMetrics);
+    if (openMetrics) sink.add(OPENMETRICS_EOF);
   }
 
   collect(): { families: readonly MetricFamily[]; callDuration: HistogramFamily } {
@@ -286,6 +385,39 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     this.upstreams.beforeRender();
     this.faults.beforeRender();
+  }
+}
+
+/**
+ * A scrape's bytes: each piece encoded as it comes into chunks of CHUNK_BYTES,
+ * so that a family's text is never joined into one string first.
+ */
+class ChunkSink implements ExpositionSink {
+  private static readonly CHUNK_BYTES = 64 * 1024;
+  private readonly chunks: Buffer[] = [];
+  private chunk = Buffer.allocUnsafe(ChunkSink.CHUNK_BYTES);
+  private used = 0;
+  bytes = 0;
+
+  add(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.used + text.length * 3 > this.chunk.length) {
+      this.flush();
+      this.chunk = Buffer.allocUnsafe(Math.max(ChunkSink.CHUNK_BYTES, text.length * 3));
+    }
+    const n = this.chunk.write(text, this.used);
+    this.used += n;
+    this.bytes += n;
+  }
+
+  finish(): Buffer[] {
+    this.flush();
+    return this.chunks;
+  }
+
+  private flush(): void {
+    if (this.used > 0) this.chunks.push(this.chunk.subarray(0, this.used));
+    this.used = 0;
   }
 }
 

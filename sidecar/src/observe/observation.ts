@@ -53,6 +53,7 @@ export function createObservation(
     router,
     maxMethods: config.maxMethods,
     detail: config.metricsDetail,
+    histograms: config.histograms,
     serviceName: config.serviceName,
     knownEndpoints,
     endpointSeriesTtlMs: config.endpointSeriesTtlMs,

@@ -4,8 +4,8 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { IntervalHistogram } from 'node:perf_hooks';
 import { BUILD_COMMIT, VERSION } from '../version.ts';
-import { ValueFamily } from './metric-cells.ts';
-import type { ValueCell } from './metric-cells.ts';
+import { TextSink, ValueFamily } from './metric-cells.ts';
+import type { ExpositionSink, ValueCell } from './metric-cells.ts';
 
 /**
  * Node's sampling period for the event loop delay, in ms (its default, and
@@ -59,6 +59,17 @@ export class ProcessMetrics {
 
   /** The exposition text, Prometheus or OpenMetrics; the event loop figures cover the time since the previous scrape. */
   render(openMetrics = false): string {
+    const sink = new TextSink();
+    this.renderTo(sink, openMetrics);
+    return sink.text;
+  }
+
+  renderTo(sink: ExpositionSink, openMetrics: boolean): void {
+    for (const family of this.update()) family.renderTo(sink, openMetrics);
+  }
+
+  /** Reads the figures anew and returns the families holding them, in exposition order. */
+  update(): ValueFamily[] {
     const cpu = process.cpuUsage();
     this.cpuCell.value = (cpu.user + cpu.system) / 1e6;
     this.rssCell.value = process.memoryUsage.rss();
@@ -68,9 +79,7 @@ export class ProcessMetrics {
       this.loopCells[i]!.value = seen ? read(this.loop) / 1e9 : 0;
     });
     this.loop.reset();
-    let out = this.build.render(openMetrics) + this.start.render(openMetrics) + this.cpu.render(openMetrics) + this.rss.render(openMetrics);
-    for (const { family } of this.loopFamilies) out += family.render(openMetrics);
-    return out;
+    return [this.build, this.start, this.cpu, this.rss, ...this.loopFamilies.map(({ family }) => family)];
   }
 
   stop(): void {

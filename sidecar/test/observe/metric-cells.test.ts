@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { HistogramFamily, ValueFamily } from '../../src/observe/metric-cells.ts';
+import { newWriter, writeFamily } from '../../src/observe/prometheus-protobuf.ts';
 
 test('a histogram bucket holds values up to and including its boundary (Prometheus le)', () => {
   const family = new HistogramFamily('h', 'help', [1, 5]);
@@ -44,6 +45,32 @@ test('families render as Prometheus text: counters, gauges, and histograms with 
   );
   cell.record(0.1);
   assert.match(hist.render(), /^h_bucket\{m="x",le="0\.5"\} 1$/m, 'rendered labels are reused, values are read live');
+});
+
+test('with native buckets, a histogram kept in parts is scraped over protobuf as one cell that saw every value would be', () => {
+  const parted = new HistogramFamily('h', 'help', [0.5, 1]);
+  const whole = new HistogramFamily('h', 'help', [0.5, 1]);
+  parted.native = whole.native = true;
+  const series = parted.cell({ m: 'x' });
+  const ok = parted.part(series, { code: 'OK' });
+  const notFound = parted.part(series, { code: 'NOT_FOUND' });
+  const one = whole.cell({ m: 'x' });
+  // Far apart and below the lowest bucket of the other part, so the folded buckets must grow at both ends; and a zero.
+  for (const [part, v] of [[ok, 0.25], [notFound, 0.0001], [ok, 2], [notFound, 40], [ok, 0], [notFound, 0.26]] as const) {
+    part.record(v);
+    one.record(v);
+  }
+  const bytes = (f: HistogramFamily): Buffer => {
+    const w = newWriter();
+    writeFamily(w, f, false);
+    return Buffer.from(w.finish());
+  };
+  assert.deepEqual(bytes(parted), bytes(whole));
+  assert.deepEqual({ low: series.native!.low, counts: series.native!.counts, zero: series.native!.zeroCount }, { low: one.native!.low, counts: one.native!.counts, zero: one.native!.zeroCount });
+  // Folded again at the next scrape, from the parts, not added twice.
+  ok.record(0.5);
+  one.record(0.5);
+  assert.deepEqual(bytes(parted), bytes(whole));
 });
 
 test('a histogram kept in parts renders as their sum, each bucket\'s exemplar the newest of theirs, and as one cell would have', () => {

@@ -108,6 +108,7 @@ measure('tap observer alone, nobody watching', 2_000_000, (call) => tap.observer
 for (const [name, observers] of [
   ['metrics observer, composed as the sidecar does (baseline)', [createMetricsObserver({ maxMethods: 100, env: {} })]],
   ['metrics observer + tap (nobody watching), composed', [createMetricsObserver({ maxMethods: 100, env: {} }), tap.observer]],
+  ['metrics observer, --histograms native (native buckets beside the classic)', [createMetricsObserver({ maxMethods: 100, env: {}, histograms: 'native' })]],
 ] as const) {
   const composed = composeObservers([...observers], () => {});
   measure(name, 200_000, (call) => {

@@ -1,5 +1,6 @@
 // Benchmark: the series one sidecar exports, and the bytes of one scrape, per
-// family, at each detail level, for the workload of series-workload.ts (100 gRPC
+// family, at each detail level (and, per level, with --histograms native and
+// both over the protobuf exposition, where a native histogram is one series), for the workload of series-workload.ts (100 gRPC
 // methods × 3 status codes + 20 REST routes). The default level's budget is
 // 2,500 series and 400 KB (docs/metrics.md "Detail levels and cost"). Prints
 // figures; asserts nothing (the budget is asserted in metrics-observer.test.ts).
@@ -8,10 +9,14 @@ import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import type { MetricsObserver } from '../../src/observe/metrics-observer.ts';
 import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
 import { exposedFamilies } from './exposition-size.ts';
-import { scrape } from './scrape.ts';
+import { scrape, scrapeBytes } from './scrape.ts';
 import { workloadCalls } from './series-workload.ts';
 
-async function measure(level: string, make: () => MetricsObserver): Promise<void> {
+const PROTOBUF = 'application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited';
+/** The families --histograms native gives native buckets. */
+const NATIVE = ['rpcscope_call_duration_seconds', 'rpcscope_stream_duration_seconds', 'rpcscope_deadline_requested_seconds', 'rpcscope_deadline_used_ratio'];
+
+function filled(make: () => MetricsObserver): MetricsObserver {
   const observer = make();
   for (const call of workloadCalls()) {
     const end = call.endTime;
@@ -19,6 +24,11 @@ async function measure(level: string, make: () => MetricsObserver): Promise<void
     call.endTime = end;
     observer.callEnded(call);
   }
+  return observer;
+}
+
+async function measure(level: string, make: (histograms?: 'native' | 'both') => MetricsObserver): Promise<void> {
+  const observer = filled(make);
   const text = await scrape(observer);
   await observer.shutdown();
   const families = exposedFamilies(text);
@@ -31,8 +41,23 @@ async function measure(level: string, make: () => MetricsObserver): Promise<void
   }
   const bytes = Buffer.byteLength(text);
   console.log(`${'total'.padEnd(44)} ${String(series).padStart(7)} ${String(bytes).padStart(10)}  (${(bytes / 1024).toFixed(0)} KiB)`);
+  // A native histogram is one series per label set where the classic one is a series per bucket, +Inf, _count and _sum.
+  const histogramSets = NATIVE.reduce((n, name) => n + cellsOf(text, name), 0);
+  const classicSeries = families.filter((f) => NATIVE.includes(f.name)).reduce((n, f) => n + f.series, 0);
+  for (const mode of ['native', 'both'] as const) {
+    const o = filled(() => make(mode));
+    const { body } = await scrapeBytes(o, PROTOBUF);
+    await o.shutdown();
+    const s = mode === 'native' ? series - classicSeries + histogramSets : series + histogramSets;
+    console.log(`${`protobuf, --histograms ${mode}`.padEnd(44)} ${String(s).padStart(7)} ${String(body.length).padStart(10)}  (${(body.length / 1024).toFixed(0)} KiB; ${histogramSets} native histograms${mode === 'both' ? ' beside the classic buckets, which Prometheus keeps only with scrape_classic_histograms (2.45+)' : ''})`);
+  }
+}
+
+/** Label sets of a histogram family in a text exposition: its _count lines. */
+function cellsOf(text: string, name: string): number {
+  return text.split('\n').filter((l) => l.startsWith(`${name}_count`)).length;
 }
 
 for (const detail of METRICS_DETAILS) {
-  await measure(`--metrics-detail ${detail}${detail === 'standard' ? ' (default)' : ''}`, () => createMetricsObserver({ maxMethods: 100, env: {}, detail }));
+  await measure(`--metrics-detail ${detail}${detail === 'standard' ? ' (default)' : ''}`, (histograms) => createMetricsObserver({ maxMethods: 100, env: {}, detail, histograms }));
 }

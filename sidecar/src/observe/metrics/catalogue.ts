@@ -60,8 +60,12 @@ export class MetricCatalogue {
   /** Every family in docs/metrics.md order, which is the exposition's order. */
   readonly families: readonly MetricFamily[];
 
-  constructor(level: DetailLevel) {
+  /** `nativeHistograms`: the latency, stream and deadline histograms keep native buckets too (--histograms native or both). */
+  constructor(level: DetailLevel, nativeHistograms = false) {
     this.callDuration = new HistogramFamily('rpcscope_call_duration_seconds', 'Duration of unary-shaped calls, from request headers received to response end sent.', level.durationBuckets);
+    if (nativeHistograms) {
+      for (const f of [this.callDuration, this.streamDuration, this.deadlineRequested, this.deadlineUsed]) f.native = true;
+    }
     this.families = [
       this.callsTotal, this.callsActive, this.callDuration, this.callBytes, this.payload, this.overhead,
       this.streamDuration, this.firstMessage, this.messages,
