@@ -10,8 +10,9 @@
 // Debian's Prometheus has no Kubernetes discovery, so the shipped jobs get
 // their pods through file_sd with the labels the pod role would attach; the
 // relabelling (the sidecar's admin port, namespace/service/pod, the shard) is
-// the shipped one. Size: RPCSCOPE_SHARD_PODS (default 150, what `npm test`
-// runs), interval RPCSCOPE_FLEET_INTERVAL seconds (default 15).
+// the shipped one. Size: RPCSCOPE_SHARD_PODS (default 40, four a service, what
+// `npm test` runs: five Prometheus processes share the test machine),
+// interval RPCSCOPE_FLEET_INTERVAL seconds (default 15).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,7 +25,9 @@ import { dashboardExpressions, substitute } from '../deploy/promql.ts';
 import type { PromSample } from '../support/prometheus.ts';
 import { podLabels, sleep, startFleetPrometheus, startSimulatedFleet, waitForCount, type FleetPrometheus, type SimulatedFleet } from './simulated-fleet.ts';
 
-const PODS = Number(process.env.RPCSCOPE_SHARD_PODS ?? 150);
+const PODS = Number(process.env.RPCSCOPE_SHARD_PODS ?? 40);
+/** Four pods a service, so that a service's pods are spread over the agents and only the store sees them all. */
+const SERVICES = Math.ceil(PODS / 4);
 const INTERVAL = Number(process.env.RPCSCOPE_FLEET_INTERVAL ?? 15);
 const PROM_DIR = join(REPO_ROOT, 'deploy', 'prometheus');
 const SHARDED = join(PROM_DIR, 'sharded');
@@ -80,7 +83,7 @@ const intervals = { scrape_interval: `${INTERVAL}s`, scrape_timeout: `${INTERVAL
 
 describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over ${PODS} pods`, { timeout: 30 * 60_000 }, () => {
   before(async () => {
-    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard' });
+    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard', services: SERVICES });
     dir = mkdtempSync(join(tmpdir(), 'rpcscope-sharded-'));
     // The labels the pod role would give each pod's admin port.
     const sdFile = join(dir, 'pods.json');
@@ -88,7 +91,7 @@ describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over $
       sdFile,
       JSON.stringify(
         Array.from({ length: PODS }, (_, i) => {
-          const { namespace, service, pod } = podLabels(i);
+          const { namespace, service, pod } = podLabels(i, SERVICES);
           return {
             targets: [fleet.address(i)],
             labels: {
@@ -181,17 +184,20 @@ describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over $
   });
 
   it('delivers every pod\'s series to the receiver exactly once, each pod from the one agent its hashmod names', async () => {
-    const want = Array.from({ length: PODS }, (_, i) => podLabels(i).pod).sort();
+    const want = Array.from({ length: PODS }, (_, i) => podLabels(i, SERVICES).pod).sort();
     const up = await receiver.query('count by (pod) (up{job="rpcscope"})', at);
     assert.deepEqual(up.map((s) => s.metric.pod).sort(), want);
     for (const s of up) assert.equal(s.value[1], '1', `${s.metric.pod} has ${s.value[1]} up series`);
     // Which agent scraped each pod: one shard per pod, the one hashmod of its address picks.
     const shards = await receiver.query('group by (pod, prometheus_shard) ({job="rpcscope"})', at);
     assert.equal(shards.length, PODS, 'a pod\'s series carry more than one shard');
-    const address = new Map(Array.from({ length: PODS }, (_, i) => [podLabels(i).pod, fleet.address(i)]));
+    const address = new Map(Array.from({ length: PODS }, (_, i) => [podLabels(i, SERVICES).pod, fleet.address(i)]));
     for (const s of shards) assert.equal(s.metric.prometheus_shard, String(hashmod(address.get(s.metric.pod ?? '') ?? '', AGENT_FILES.length)), s.metric.pod);
     const perShard = new Set(shards.map((s) => s.metric.prometheus_shard));
     assert.equal(perShard.size, AGENT_FILES.length, 'every agent scrapes some pods');
+    // The point of the store: some service has pods on more than one agent.
+    const spread = await receiver.query('count by (namespace, service) (count by (namespace, service, prometheus_shard) (up{job="rpcscope"})) > 1', at);
+    assert.ok(spread.length > 0, 'no service spans two agents');
     // Every series of every pod: as many on the receiver as on the single Prometheus, which has what each pod serves.
     const synthetic = byKey(await single.query('count by (pod) ({job="rpcscope", __name__=~"up|scrape_.*"})', at));
     const fromSingle = byKey(await single.query('count by (pod) ({job="rpcscope"})', at));

@@ -26,13 +26,13 @@ export const SERVICES = 100;
 export const NAMESPACES = 20;
 
 /** The target labels of pod `i`, as kubernetes_sd and the PodMonitor attach them: 20 namespaces of 5 services; pods i, i+100, ... of a service. */
-export function podLabels(i: number): { namespace: string; service: string; pod: string } {
-  const s = i % SERVICES;
-  return { namespace: `ns-${s % NAMESPACES}`, service: `svc-${s}`, pod: `svc-${s}-pod-${Math.floor(i / SERVICES)}` };
+export function podLabels(i: number, services = SERVICES): { namespace: string; service: string; pod: string } {
+  const s = i % services;
+  return { namespace: `ns-${s % NAMESPACES}`, service: `svc-${s}`, pod: `svc-${s}-pod-${Math.floor(i / services)}` };
 }
 
 /** How much faster than the base rate pod `i`'s counters grow: 1 to 4 by its rank in its service. */
-export const podFactor = (i: number): number => 1 + (Math.floor(i / SERVICES) % 4);
+export const podFactor = (i: number, services = SERVICES): number => 1 + (Math.floor(i / services) % 4);
 
 /** What one sidecar serves after the workload, rendered by the observer the sidecar runs. */
 export function workloadExposition(detail: MetricsDetail): string {
@@ -98,7 +98,9 @@ export interface SimulatedFleet {
  */
 const EPOCH_MS = Date.now() - 86_400_000;
 
-export async function startSimulatedFleet(opts: { pods: number; detail: MetricsDetail }): Promise<SimulatedFleet> {
+/** `services`: how many services the pods are spread over (pod i in service i % services); default 100. */
+export async function startSimulatedFleet(opts: { pods: number; detail: MetricsDetail; services?: number }): Promise<SimulatedFleet> {
+  const services = opts.services ?? SERVICES;
   const text = workloadExposition(opts.detail);
   const lines = template(text);
   // Rendered at each scrape: the value is exact at the sample's own timestamp (ms), so rate() over
@@ -114,7 +116,7 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
   const servers: Server[] = [];
   const ports: number[] = [];
   for (let i = 0; i < opts.pods; i++) {
-    const factor = podFactor(i);
+    const factor = podFactor(i, services);
     const server = createServer((req, res) => {
       if (req.url !== '/metrics') return void res.writeHead(404).end();
       const body = render(factor, Date.now());
@@ -137,7 +139,7 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
     staticConfigs: (only = () => true) =>
       Array.from({ length: opts.pods }, (_, i) => i)
         .filter(only)
-        .map((i) => ({ targets: [address(i)], labels: podLabels(i) })),
+        .map((i) => ({ targets: [address(i)], labels: podLabels(i, services) })),
     async stop() {
       await Promise.all(
         servers.map(
