@@ -110,3 +110,58 @@ export function parseErrors(exprs: LabelledExpr[]): string[] {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** Seconds in a PromQL duration such as `5m`, `1h30m` or `90s`. */
+export function durationSeconds(d: string): number {
+  const unit: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86_400, w: 604_800, y: 31_536_000 };
+  let total = 0;
+  let rest = d.trim();
+  for (const m of d.matchAll(/(\d+)(ms|s|m|h|d|w|y)/g)) {
+    total += Number(m[1]) * (unit[m[2] ?? ''] ?? NaN);
+    rest = rest.replace(m[0], '');
+  }
+  if (rest !== '' || d.trim() === '') throw new Error(`not a PromQL duration: ${d}`);
+  return total;
+}
+
+export interface RangeRead {
+  /** The metric names the range reads: one for `name{…}[d]`, those inside a subquery's expression for `(…)[d:s]`. */
+  metrics: string[];
+  range: string;
+  seconds: number;
+}
+
+/**
+ * Every range an expression reads: range vector selectors (`rate(x{…}[5m])`)
+ * and subqueries (`max_over_time((…)[30m:1m])`), each with the metric names
+ * it covers.
+ */
+export function rangeReads(expr: string): RangeRead[] {
+  const text = expr.replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/g, (s) => '"'.padEnd(s.length - 1, ' ') + '"');
+  const out: RangeRead[] = [];
+  for (const m of text.matchAll(/\[\s*([0-9a-z]+)\s*(?::\s*[0-9a-z]*\s*)?\]/g)) {
+    const range = m[1] ?? '';
+    let end = (m.index ?? 0) - 1;
+    while (end >= 0 && /\s/.test(text[end] ?? '')) end--;
+    let start = end;
+    if (text[end] === '}') {
+      // name{matchers}[d]: back over the matchers, then the name.
+      start = text.lastIndexOf('{', end);
+      let n = start - 1;
+      while (n >= 0 && /[\w:]/.test(text[n] ?? '')) n--;
+      start = n + 1;
+    } else if (text[end] === ')') {
+      // (expr)[d:s]: back to the matching parenthesis.
+      let depth = 0;
+      for (start = end; start >= 0; start--) {
+        if (text[start] === ')') depth++;
+        else if (text[start] === '(' && --depth === 0) break;
+      }
+    } else {
+      while (start >= 0 && /[\w:]/.test(text[start] ?? '')) start--;
+      start++;
+    }
+    out.push({ metrics: metricNames(text.slice(start, end + 1)), range, seconds: durationSeconds(range) });
+  }
+  return out;
+}

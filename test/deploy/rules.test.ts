@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { REPO_ROOT, loadContract } from './metrics-contract.ts';
-import { metricNames, promtool } from './promql.ts';
+import { metricNames, promtool, rangeReads } from './promql.ts';
 
 const PROM_DIR = join(REPO_ROOT, 'deploy', 'prometheus');
 const RUNBOOK_BASE = 'https://github.com/rpcscope/rpcscope/blob/main/deploy/README.md';
@@ -25,6 +25,14 @@ interface Rule {
 }
 const rules: Rule[] = RULE_FILES.flatMap((f) => (parse(readFileSync(f, 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules));
 const alerts = rules.filter((r) => r.alert);
+const groups = RULE_FILES.flatMap((f) => (parse(readFileSync(f, 'utf8')) as { groups: { name: string; interval?: string; rules: Rule[] }[] }).groups);
+
+/** `where: metric[range]` for each range longer than 5 minutes over a sidecar's own series (rpcscope_*), not a recorded one. */
+function longRawRanges(r: Rule): string[] {
+  return rangeReads(r.expr)
+    .filter((read) => read.seconds > 300)
+    .flatMap((read) => read.metrics.filter((m) => m.startsWith('rpcscope_')).map((m) => `${r.record ?? r.alert}: ${m}[${read.range}]`));
+}
 const records = new Set(rules.flatMap((r) => (r.record ? [r.record] : [])));
 
 describe('prometheus rules', () => {
@@ -64,6 +72,25 @@ describe('prometheus rules', () => {
     }
     const tested = TEST_FILES.map((t) => readFileSync(join(PROM_DIR, t), 'utf8')).join('\n');
     for (const a of alerts) assert.match(tested, new RegExp(`alertname: ${a.alert}\\b`), `${a.alert} has no promtool test`);
+  });
+
+  it('read no range longer than 5 minutes over a sidecar series: longer windows come from recorded 5-minute series', () => {
+    assert.ok(rules.some((r) => rangeReads(r.expr).some((read) => read.seconds > 300)), 'no rule reads a long window at all');
+    assert.deepEqual(rules.flatMap(longRawRanges), []);
+  });
+
+  it('the long-window check catches a 30-minute rate over raw counters, directly or in a subquery', () => {
+    const old = 'sum by (namespace, service, method) (rate(rpcscope_calls_without_deadline_total[30m])) / (sum by (namespace, service, method) (rate(rpcscope_calls_total{protocol=~"grpc|connect"}[30m])) > 0)';
+    assert.deepEqual(longRawRanges({ record: 'old', expr: old }), ['old: rpcscope_calls_without_deadline_total[30m]', 'old: rpcscope_calls_total[30m]']);
+    assert.deepEqual(longRawRanges({ record: 'sub', expr: 'max_over_time(sum by (service) (rate(rpcscope_calls_total[1m]))[1h:1m])' }), ['sub: rpcscope_calls_total[1h]']);
+    assert.deepEqual(longRawRanges({ record: 'ok', expr: 'sum_over_time(a:rpcscope_calls_total:rate5m[30m]) / rate(rpcscope_calls_total{code="OK"}[5m])' }), []);
+  });
+
+  it('put the long windows in a group of their own, so the short ones are not held up behind them', () => {
+    for (const g of groups) {
+      const long = g.rules.some((r) => rangeReads(r.expr).some((read) => read.seconds > 300));
+      assert.equal(long, g.name === 'rpcscope.recording.long', `${g.name} ${long ? 'reads' : 'does not read'} windows over 5 minutes`);
+    }
   });
 
   it('record per-pod call rate and cross-pod skew by namespace and service', () => {

@@ -1,0 +1,91 @@
+// The rules of deploy/prometheus on a fleet: one real Prometheus scraping N
+// simulated sidecars (100 gRPC methods x 3 codes + 20 REST routes each, at the
+// default detail `standard`) evaluates every rpcscope rule group within 10 % of
+// its interval (prometheus_rule_group_last_duration_seconds, the largest seen
+// over several evaluations), and the rules answer for every service.
+//
+// Size: RPCSCOPE_FLEET_PODS (default 50, what `npm test` runs on its shared
+// 2-core machine; 1,000 is the fleet deploy/README.md's sizing table reports,
+// with the figures of `node --import tsx test/fleet/series-fleet.ts --pods
+// 1000`), scrape and evaluation interval RPCSCOPE_FLEET_INTERVAL seconds
+// (default 30, as deploy/README.md advises for fleets).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { RULES_FILE } from './fleet.ts';
+import { SERVICES, podFactor, ruleGroups, sleep, startFleetPrometheus, startSimulatedFleet, waitForCount, type FleetPrometheus, type SimulatedFleet } from './simulated-fleet.ts';
+
+const PODS = Number(process.env.RPCSCOPE_FLEET_PODS ?? 50);
+const INTERVAL = Number(process.env.RPCSCOPE_FLEET_INTERVAL ?? 30);
+const GROUPS = ['rpcscope.pod', 'rpcscope.recording', 'rpcscope.recording.long', 'rpcscope.alerts', 'rpcscope.alerts.long'];
+
+let fleet: SimulatedFleet;
+let prom: FleetPrometheus;
+/** Per group: the longest evaluation seen, its interval, the iterations missed while watched. */
+const seen = new Map<string, { longest: number; interval: number; missed: number; evaluations: number }>();
+
+describe(`rules at scale: ${PODS} pods x 100 methods at standard, ${INTERVAL} s interval`, { timeout: 30 * 60_000 }, () => {
+  before(async () => {
+    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard' });
+    prom = await startFleetPrometheus('rules-at-scale', {
+      global: { scrape_interval: `${INTERVAL}s`, scrape_timeout: `${INTERVAL - 1}s`, evaluation_interval: `${INTERVAL}s` },
+      rule_files: [RULES_FILE],
+      scrape_configs: [{ job_name: 'rpcscope', static_configs: fleet.staticConfigs() }],
+    });
+    const upAfter = await waitForCount(prom, 'count(up{job="rpcscope"} == 1)', PODS, 20 * 60_000);
+    // The 5-minute figures need two scrapes; the 30-minute ones one 5-minute recording.
+    const services = Math.min(PODS, SERVICES);
+    await waitForCount(prom, 'count(namespace_service_protocol:rpcscope_calls_total:server_error_ratio5m)', services, 5 * 60_000);
+    await waitForCount(prom, 'count(count by (namespace, service) (namespace_service_method:rpcscope_calls_without_deadline_total:ratio30m))', services, 5 * 60_000);
+    // Then watch every evaluation of the next few intervals.
+    const first = ruleGroups(await prom.own());
+    // At least two evaluations of every group, the long ones (every minute) included.
+    const until = Date.now() + Math.max(4 * INTERVAL, 130) * 1000;
+    const lastSeen = new Map<string, number>();
+    while (Date.now() < until) {
+      const own = await prom.own();
+      for (const [name, g] of ruleGroups(own)) {
+        const s = seen.get(name) ?? { longest: 0, interval: g.interval, missed: 0, evaluations: 0 };
+        s.longest = Math.max(s.longest, g.lastDuration);
+        s.missed = g.missed - (first.get(name)?.missed ?? 0);
+        const evaluated = own.get(`prometheus_rule_group_last_evaluation_timestamp_seconds{rule_group="${RULES_FILE};${name}"}`) ?? 0;
+        if (evaluated !== lastSeen.get(name)) s.evaluations++;
+        lastSeen.set(name, evaluated);
+        seen.set(name, s);
+      }
+      await sleep(Math.min(2000, (INTERVAL * 1000) / 4));
+    }
+    const figures = Object.fromEntries([...seen].map(([k, v]) => [k, `${(v.longest * 1000).toFixed(0)} ms longest of ${v.evaluations}, ${v.missed} missed, interval ${v.interval} s`]));
+    console.log(JSON.stringify({ pods: PODS, interval_s: INTERVAL, series_per_pod: fleet.seriesPerPod, all_up_after_s: Math.round(upAfter), rule_groups: figures }, null, 2));
+  });
+
+  after(async () => {
+    await prom?.stop();
+    await fleet?.stop();
+  });
+
+  it('evaluates every rpcscope rule group in at most 10 % of its interval, missing no iteration', () => {
+    assert.deepEqual([...seen.keys()].sort(), [...GROUPS].sort());
+    for (const [name, g] of seen) {
+      assert.equal(g.interval, name.endsWith('.long') ? 60 : INTERVAL, name);
+      assert.ok(g.evaluations >= 2, `${name}: ${g.evaluations} evaluations watched`);
+      assert.ok(g.longest <= 0.1 * g.interval, `${name} took ${(g.longest * 1000).toFixed(0)} ms of its ${g.interval} s interval`);
+      assert.equal(g.missed, 0, `${name} missed ${g.missed} iterations`);
+    }
+  });
+
+  it('answers for every service: the cross-pod skew of the simulated load and the 30-minute missing-deadline ratio per method', async () => {
+    const skews = await prom.query('namespace_service:rpcscope_calls_total:pod_skew1m');
+    assert.equal(skews.length, Math.min(PODS, SERVICES));
+    for (const s of skews) {
+      // Service svc-k has pods k, k+100, ...; each pod's calls grow at podFactor times the base rate.
+      const k = Number(s.metric.service?.replace('svc-', ''));
+      const factors = Array.from({ length: PODS }, (_, i) => i).filter((i) => i % SERVICES === k).map((i) => podFactor(i));
+      const want = Math.max(...factors) / (factors.reduce((a, b) => a + b, 0) / factors.length);
+      assert.ok(Math.abs(Number(s.value[1]) - want) < 1e-6, `${s.metric.service}: skew ${s.value[1]}, want ${want}`);
+    }
+    const ratios = await prom.query('namespace_service_method:rpcscope_calls_without_deadline_total:ratio30m');
+    assert.ok(ratios.length >= Math.min(PODS, SERVICES) * 100, `${ratios.length} per-method ratios`);
+    // The simulated sidecars' gRPC calls carry no deadline: every method is past the alert's 50 %.
+    for (const r of ratios) assert.ok(Number(r.value[1]) > 0.5, JSON.stringify(r));
+  });
+});
