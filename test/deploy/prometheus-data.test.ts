@@ -50,7 +50,9 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     prom = stack.prometheus;
     // The longest look-back any expression needs: a rate window behind an offset.
     await prom.waitForData(`rate(rpcscope_calls_total[${DATA_VALUES.__rate_interval}] offset ${DATA_VALUES.compare})`, 30_000);
-    await prom.waitForData('namespace_service:rpcscope_stream_resets_total:rate1h');
+    // The long windows are recorded by a group that runs every minute (rpcscope.recording.long), from
+    // the 5-minute recordings: its first evaluation comes within a minute of the start.
+    await prom.waitForData('namespace_service:rpcscope_stream_resets_total:rate1h', 90_000);
     for (const family of ['rpcscope_translated_calls_total', 'rpcscope_translation_seconds_bucket', 'rpcscope_shadow_calls_total']) {
       await prom.waitForData(`rate(${family}[${DATA_VALUES.__rate_interval}])`, 60_000);
     }
