@@ -7,7 +7,8 @@
 // families must answer on both, with the same series, and the quantiles must
 // agree within the classic bucket that holds the true value (widened by a
 // native bucket); the deadline-miss figures, exact counts either way, must be
-// equal. A misspelt half of an expression leaves one of the two empty.
+// equal. A misspelt half of an expression leaves one of the two empty. And
+// `both`, on this Prometheus, comes down to `native`.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -179,5 +180,39 @@ describe('dashboards, panel queries and rules over classic and native histograms
     assert.deepEqual(await native.query(nativeTypo), []);
     assert.ok((await classic.query(e.expr)).length > 0);
     assert.deepEqual(await classic.query(classicTypo), []);
+  });
+});
+
+describe('--histograms both under Prometheus 2.42 with the feature flag', () => {
+  let upstream: WorkloadUpstream;
+  let sc: SidecarProcess;
+  let prom: RunningPrometheus;
+
+  before(async () => {
+    upstream = await startWorkloadUpstream();
+    sc = await startSidecarProcess(['--upstream', upstream.url, '--upstream-protocol', 'http2', '--histograms', 'both', '--log-level', 'info']);
+    const client = new WorkloadClient(sc.url);
+    // The series exist at the first scrape, so the calls after it are a rate.
+    await client.grpc(UNARY, 0, 10);
+    prom = await startPrometheus({ targets: [{ address: sc.adminUrl.replace('http://', ''), labels: TARGET_LABELS }], features: ['native-histograms'] });
+    await prom.waitForData('sum(rpcscope_calls_total) == 1');
+    for (let i = 0; i < 20; i++) await client.grpc(UNARY, 0, 10);
+    client.close();
+    await prom.waitForData('sum(rpcscope_calls_total) == 21', 15_000);
+  });
+
+  after(async () => {
+    await prom?.stop();
+    await sc?.stop();
+    await upstream?.close();
+  });
+
+  it('keeps only the native part, as deploy/README.md says, and the dashboards read it', async () => {
+    assert.equal(Number((await prom.query('histogram_count(sum(rpcscope_call_duration_seconds))'))[0]?.value[1]), 21);
+    assert.deepEqual(await prom.query('rpcscope_call_duration_seconds_bucket'), [], 'no classic buckets kept beside the native ones');
+    const e = histogramExprs().find((x) => x.where === 'rpcscope / RPC overview / p99 latency by method / A') ?? assert.fail('no p99 by method');
+    const p99 = await prom.query(e.expr);
+    assert.equal(p99.length, 1, JSON.stringify(p99));
+    assert.ok(Number(p99[0]?.value[1]) >= 0.01 / NATIVE_STEP, `p99 ${p99[0]?.value[1]} of 10 ms calls`);
   });
 });
