@@ -45,9 +45,39 @@ export function sumGauge(labels: string[], metric: string, matchers: Matchers, a
   return `sum${by(labels)} (${selector(metric, matchers, at)})`;
 }
 
-/** The q-quantile of a classic histogram, per `labels`. */
+/**
+ * The histograms a sidecar started with `--histograms native` (or `both`)
+ * serves as Prometheus native histograms (docs/metrics.md, "Native
+ * histograms"); every other histogram family stays classic whatever the flag.
+ */
+export const NATIVE_HISTOGRAMS: ReadonlySet<string> = new Set([
+  'rpcscope_call_duration_seconds',
+  'rpcscope_stream_duration_seconds',
+  'rpcscope_deadline_requested_seconds',
+  'rpcscope_deadline_used_ratio',
+]);
+
+/**
+ * A classic-histogram expression `or` its native twin, for the families a
+ * sidecar may serve natively. No dashboard variable or switch: a Prometheus
+ * holds one form of a family per target (a text scrape stores the `_bucket`
+ * series, a protobuf scrape of `native`, or of `both` on 2.x without
+ * `scrape_classic_histograms`, the native series), so the other side reads
+ * nothing and the same dashboard serves either fleet. Both sides come out
+ * with the same labels, so where a Prometheus keeps both forms the classic
+ * one is shown, once.
+ */
+function eitherForm(histogram: string, classic: string, native: string): string {
+  return NATIVE_HISTOGRAMS.has(histogram) ? `${classic}\n  or\n${native}` : classic;
+}
+
+/** The q-quantile of a histogram, per `labels`: from classic buckets by `le`, or a native histogram. */
 export function quantile(q: number, labels: string[], histogram: string, matchers: Matchers, at: At = NOW): string {
-  return `histogram_quantile(${q}, ${sumRate([...labels, 'le'], `${histogram}_bucket`, matchers, at)})`;
+  return eitherForm(
+    histogram,
+    `histogram_quantile(${q}, ${sumRate([...labels, 'le'], `${histogram}_bucket`, matchers, at)})`,
+    `histogram_quantile(${q}, ${sumRate(labels, histogram, matchers, at)})`,
+  );
 }
 
 /** Mean observed value of a histogram (sum / count), per `labels`. */
@@ -139,14 +169,22 @@ export function podShare(scope: Matchers, service: Matchers, callsOnly: Matchers
 
 /**
  * Misses among calls that carried a deadline over those calls, per `labels`:
- * both from rpcscope_deadline_used_ratio (count, less the le="1" bucket), so
+ * both from rpcscope_deadline_used_ratio (count, less the le="1" bucket, or
+ * one less a native histogram's share at or below 1), so
  * like is divided by like and the ratio never exceeds 1. (An upstream
  * DEADLINE_EXCEEDED on a call without a deadline is in
  * rpcscope_deadline_exceeded_total but not in any deadline count.)
  * Prometheus 3 writes the bound as "1.0".
  */
 export function deadlineMissRatio(labels: string[], matchers: Matchers): string {
-  const count = sumRate(labels, 'rpcscope_deadline_used_ratio_count', matchers);
-  const inTime = sumRate(labels, 'rpcscope_deadline_used_ratio_bucket', [...matchers, 'le=~"1|1.0"']);
-  return `(\n  ${count}\n    -\n  ${inTime}\n)\n  /\n(${count} > 0)`;
+  const family = 'rpcscope_deadline_used_ratio';
+  const count = sumRate(labels, `${family}_count`, matchers);
+  const inTime = sumRate(labels, `${family}_bucket`, [...matchers, 'le=~"1|1.0"']);
+  // Native: 1 is a bucket bound at every schema, so the share at or below it is exact.
+  const native = sumRate(labels, family, matchers);
+  return eitherForm(
+    family,
+    `(\n  ${count}\n    -\n  ${inTime}\n)\n  /\n(${count} > 0)`,
+    `(\n  1 - histogram_fraction(-Inf, 1, ${native})\n)\n  and\n(histogram_count(${native}) > 0)`,
+  );
 }

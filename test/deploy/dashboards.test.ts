@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DASHBOARDS_DIR, buildDashboards, render } from '../../dashboards/generate.ts';
+import { NATIVE_HISTOGRAMS } from '../../dashboards/src/promql.ts';
 import { typeErrors, type TypedValue } from './json-types.ts';
 import { loadContract } from './metrics-contract.ts';
 import { dashboardExpressions, metricNames, parseErrors, promtool, substitute } from './promql.ts';
@@ -168,6 +169,24 @@ describe('dashboards', () => {
     }
     assert.ok(seen > 50, `only ${seen} metric references found`);
     assert.deepEqual(unknown, []);
+  });
+
+  it('read each family a sidecar may serve as a native histogram in both its classic and its native form', () => {
+    const { nativeHistograms } = loadContract();
+    assert.deepEqual([...NATIVE_HISTOGRAMS].sort(), [...nativeHistograms].sort(), 'dashboards/src/promql.ts and docs/metrics.md name the same native families');
+    let both = 0;
+    for (const d of committed.values()) {
+      for (const e of dashboardExpressions(d)) {
+        const names = metricNames(e.expr);
+        for (const family of nativeHistograms) {
+          const classic = names.includes(`${family}_bucket`);
+          const native = names.includes(family);
+          assert.equal(classic, native, `${e.where}: ${family}${classic ? '_bucket without its native form' : ' without its classic _bucket form'}`);
+          if (classic) both++;
+        }
+      }
+    }
+    assert.ok(both >= 10, `${both} expressions read both forms`);
   });
 
   it('have PromQL that Prometheus parses', () => {

@@ -19,8 +19,10 @@ export interface ContractMetric {
 
 export interface Contract {
   metrics: Map<string, ContractMetric>;
-  /** Names a Prometheus scrape of a sidecar may hold: histograms as _bucket/_sum/_count, plus the process series. */
+  /** Names a Prometheus scrape of a sidecar may hold: histograms as _bucket/_sum/_count (and by their own name where native), plus the process series. */
   seriesNames: Set<string>;
+  /** The histograms `--histograms native` serves as native histograms, one series each named as the family. */
+  nativeHistograms: Set<string>;
 }
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -47,7 +49,16 @@ export function parseContract(markdown: string): Contract {
     const name = m[1] ?? '';
     if (NAME.test(name)) seriesNames.add(name);
   }
-  return { metrics, seriesNames };
+  // The native families are named in the first paragraph under "## Native histograms".
+  const nativeHistograms = new Set<string>();
+  const native = (markdown.split(/^## Native histograms\s*$/m)[1] ?? '').trim().split(/\n\s*\n/)[0] ?? '';
+  for (const m of native.matchAll(/`([^`]+)`/g)) {
+    const name = m[1] ?? '';
+    if (metrics.get(name)?.type !== 'histogram') continue;
+    nativeHistograms.add(name);
+    seriesNames.add(name);
+  }
+  return { metrics, seriesNames, nativeHistograms };
 }
 
 export function loadContract(path = METRICS_MD): Contract {

@@ -10,8 +10,10 @@ const CALLS = 'rpcscope_calls_total{direction="inbound"}';
 
 export function protocolQueries(w: string, offset = '', suffix = ''): PanelQuery[] {
   const o = offset ? ` offset ${offset}` : '';
+  // Classic buckets or the native histogram, as the dashboards ask (deploy/README.md, "Native histograms").
   const quantile = (q: string) =>
-    `histogram_quantile(${q}, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[${w}]${o})))`;
+    `histogram_quantile(${q}, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[${w}]${o}))) or ` +
+    `histogram_quantile(${q}, sum by (operation, protocol) (rate(rpcscope_call_duration_seconds{direction="inbound"}[${w}]${o})))`;
   const ratio = (selector: string) =>
     `sum by (operation, protocol) (rate(rpcscope_calls_total{direction="inbound", ${selector}}[${w}]${o})) / sum by (operation, protocol) (rate(${CALLS}[${w}]${o}))`;
   const meanBytes = (flow: string) =>

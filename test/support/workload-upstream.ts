@@ -51,7 +51,8 @@ export function workloadMethod(i: number): string {
   return `shop.v1.Catalog${Math.floor(i / 10)}/GetItem${String(i).padStart(3, '0')}`;
 }
 
-const GRPC_BODY = Buffer.from([0, 0, 0, 0, 2, 8, 1]);
+/** One length-prefixed gRPC message. */
+export const GRPC_BODY = Buffer.from([0, 0, 0, 0, 2, 8, 1]);
 
 /** An HTTP/2 client of the sidecar's proxy port making the workload's calls. */
 export class WorkloadClient {
@@ -62,15 +63,15 @@ export class WorkloadClient {
     this.session.on('error', () => {});
   }
 
-  /** One unary call; resolves with its milliseconds as the client saw them. */
-  call(path: string, headers: http2.OutgoingHttpHeaders): Promise<number> {
+  /** One call (unary unless `body` holds several gRPC messages); resolves with its milliseconds as the client saw them. */
+  call(path: string, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<number> {
     const t0 = performance.now();
     return new Promise((resolve, reject) => {
       const req = this.session.request({ ':method': 'POST', ':path': path, ...headers });
       req.on('error', reject);
       req.resume();
       req.on('end', () => resolve(performance.now() - t0));
-      req.end(headers['content-type'] === 'application/grpc' ? GRPC_BODY : undefined);
+      req.end(body ?? (headers['content-type'] === 'application/grpc' ? GRPC_BODY : undefined));
     });
   }
 

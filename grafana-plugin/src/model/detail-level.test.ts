@@ -1,4 +1,5 @@
 import { detailNotices } from './detail-level';
+import { metricDef } from './metric-catalog';
 import { SeriesByRefId } from './series';
 
 const some: SeriesByRefId = new Map([['p99', [{ refId: 'p99', labels: {}, times: [1], values: [0.1] }]]]);
@@ -16,10 +17,13 @@ describe('detailNotices', () => {
   it('names it for latency by code', () => {
     const expr = 'histogram_quantile(0.99, sum by (code, le) (rate(rpcscope_call_duration_seconds_bucket[5m])))';
     expect(detailNotices([{ refId: 'by_code', expr }], some)[0]?.message).toContain('latency by status code');
+    const native = 'histogram_quantile(0.99, sum by (code) (rate(rpcscope_call_duration_seconds[5m])))';
+    expect(detailNotices([{ refId: 'by_code', expr: native }], some)[0]?.message).toContain('latency by status code');
   });
 
   it('says nothing for the default queries, for queries with data, or without an expression', () => {
-    const p99 = 'histogram_quantile(0.99, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[5m])))';
+    // Classic or native, as the panel's documented query reads either.
+    const p99 = metricDef('p99').example;
     const bytes = 'sum by (operation, protocol) (rate(rpcscope_call_bytes_total{flow="request"}[5m])) / sum by (operation, protocol) (rate(rpcscope_calls_total[5m]))';
     const errors = 'sum by (operation, protocol) (rate(rpcscope_calls_total{code!="OK"}[5m]))';
     expect(detailNotices([{ refId: 'p50', expr: p99 }, { refId: 'req_bytes', expr: bytes }, { refId: 'errors', expr: errors }, { refId: 'x' }], new Map())).toEqual([]);

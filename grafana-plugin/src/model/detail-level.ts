@@ -13,7 +13,8 @@ const FULL_ONLY: ReadonlyArray<{ pattern: RegExp; what: string; instead: string 
     instead: 'mean sizes come from rpcscope_call_bytes_total / rpcscope_calls_total at every level',
   },
   {
-    pattern: /\brpcscope_call_duration_seconds(_bucket|_sum|_count)\b[^]*\bcode\b|\bcode\b[^]*\brpcscope_call_duration_seconds(_bucket|_sum|_count)\b/,
+    // Classic series or the native histogram itself (--histograms native).
+    pattern: /\brpcscope_call_duration_seconds(_bucket|_sum|_count)?\b[^]*\bcode\b|\bcode\b[^]*\brpcscope_call_duration_seconds(_bucket|_sum|_count)?\b/,
     what: 'latency by status code (the code label of rpcscope_call_duration_seconds)',
     instead: 'codes are on rpcscope_calls_total at every level',
   },

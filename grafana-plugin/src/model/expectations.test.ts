@@ -23,6 +23,7 @@ describe('diagnose', () => {
     expect(d.expectation.summary).toContain('operation and protocol');
     expect(d.expectation.queries.map((q) => q.refId)).toEqual(['p50', 'p99']);
     expect(d.expectation.queries[1]!.example).toContain('histogram_quantile(0.99, sum by (operation, protocol, le)');
+    expect(d.expectation.queries[1]!.example).toContain(' or histogram_quantile(0.99, sum by (operation, protocol) (rate(rpcscope_call_duration_seconds{');
   });
 
   it('names the labels that are missing and lists what was found', () => {

@@ -21,8 +21,10 @@ export interface MetricDef {
 }
 
 const CALLS = 'rpcscope_calls_total{direction="inbound"}';
+// Classic buckets `or` the native histogram (docs/metrics.md, "Native histograms"): a Prometheus
+// holds one form per sidecar, so the same query reads either fleet.
 const quantile = (q: string) =>
-  `histogram_quantile(${q}, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[$__rate_interval])))`;
+  `histogram_quantile(${q}, sum by (operation, protocol, le) (rate(rpcscope_call_duration_seconds_bucket{direction="inbound"}[$__rate_interval]))) or histogram_quantile(${q}, sum by (operation, protocol) (rate(rpcscope_call_duration_seconds{direction="inbound"}[$__rate_interval])))`;
 const ratioOf = (selector: string) =>
   `sum by (operation, protocol) (rate(rpcscope_calls_total{direction="inbound", ${selector}}[$__rate_interval])) / sum by (operation, protocol) (rate(${CALLS}[$__rate_interval]))`;
 // Byte counters, not the size histogram: they are exported at every --metrics-detail level.
