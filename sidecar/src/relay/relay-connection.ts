@@ -45,13 +45,12 @@ import { LocalEndings } from './local-endings.ts';
 import { RelayCalls, type Reset } from './relay-calls.ts';
 import { NEXT, type Phase } from './relay-phase.ts';
 import { RelayDetour, type DetourHost } from './relay-detour.ts';
+import { RelayGoaways } from './relay-goaway.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 import { connectUpstream } from './upstream-connect.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
 import { ErrorCode, hasCode } from '../core/errors.ts';
 
-/** The largest stream id (RFC 9113 §5.1.1). */
-const MAX_STREAM_ID = 0x7fffffff;
 /** Between the two GOAWAYs: time for streams the client sent before the first to arrive (no PING: its ACK would reach the upstream). */
 const SECOND_GOAWAY_MS = 1000;
 /** How long a connection whose upstream cannot be reached is answered locally before GOAWAY. */
@@ -77,8 +76,6 @@ export interface RelayOptions {
 export class RelayConnection implements ClientWriterHost, DetourHost {
   /** Where the connection is: only `enter` moves it. */
   phase: Phase = 'connecting';
-  /** The last stream id of the upstream's GOAWAY: streams above it go elsewhere. */
-  upstreamLast: number | undefined;
   private readonly ctx: ProxyContext;
   private readonly conn: ConnectionRecord;
   private readonly down: net.Socket;
@@ -102,19 +99,13 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private readonly endings: LocalEndings;
   /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
   private clientSettings = 0;
-  private goawaySent = false;
-  /** Past the second GOAWAY: the connection closes once its last call ends. */
-  private draining = false;
-  /** After the second GOAWAY: streams past this id are refused. */
-  private refuseAbove = MAX_STREAM_ID;
+  private readonly goaways: RelayGoaways;
   private readonly budget = new ResetBudget(Date.now);
   /** Floods of frames the client sends (frame-budget.ts), and the stream limit it acknowledged. */
   private readonly frameBudget = new ClientFrameBudget();
   /** Why the relay ends calls still in flight when the connection goes, once it knows. */
   private ending: Reset | undefined;
   private readonly translate: boolean;
-  /** The upstream's GOAWAY was kept from the client (see voidFrame): its connection goes on. */
-  private goawayHidden = false;
   /** The pieces being read from each side, where a frame may be rewritten in place before it goes on (frame-rewrite.ts). */
   private clientPiece: Buffer | undefined;
   private upstreamPiece: Buffer | undefined;
@@ -144,6 +135,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.streams = this.calls.streams;
     this.writer = new ClientWriter(this.down, this.fromUpstream, this);
     this.toUpstream = new UpstreamWriter(this.down, this.fromClient, this.requestHpack, opts.translate);
+    this.goaways = new RelayGoaways(ctx, this.writer, this.calls.states);
     this.detour = new RelayDetour(ctx, target, this.writer, this.calls, this);
     this.endings = new LocalEndings(ctx, this.conn, target, this.writer, this.toUpstream, this.calls);
     // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
@@ -170,6 +162,11 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     );
     this.keepalive.start();
     this.down.resume();
+  }
+
+  /** The last stream id of the upstream's GOAWAY (DetourHost). */
+  get upstreamLast(): number | undefined {
+    return this.goaways.upstreamLast;
   }
 
   /** A keepalive PING toward the client, where one may be added; none while the relay answers locally or is closing. */
@@ -270,7 +267,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         }
         // A stream already over, whose late frames the app ignores: nothing to count (stream-states.ts).
         if (!this.calls.states.opening(id)) return void this.toUpstream.rewrite(id, flags, block, list, undefined);
-        if (id > this.refuseAbove || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
+        if (this.goaways.refuses(id) || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
         // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
         if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
         // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
@@ -295,8 +292,8 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (flags & Flag.END_STREAM) stream.requestEnded = true;
         if (this.phase === 'local') this.endings.unreachable(id, stream);
         // The upstream said it takes no stream above this one (its HEADERS still went, for its HPACK table): sent elsewhere.
-        else if (this.phase === 'detached' || (this.upstreamLast !== undefined && id > this.upstreamLast)) {
-          if (this.phase === 'detached' || this.goawayHidden) this.detour.forward(id, stream);
+        else if (this.phase === 'detached' || this.goaways.pastUpstream(id)) {
+          if (this.phase === 'detached' || this.goaways.upstreamHidden) this.detour.forward(id, stream);
           // The client read the GOAWAY too, and retries the stream itself.
           else this.calls.end(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
         }
@@ -419,7 +416,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
           this.streams.size <= this.frameBudget.advertisedStreamLimit &&
           voidFrame(payload, this.upstreamPiece)
         ) {
-          return this.detour.retry(id, stream, this.upstreamLast !== undefined && id > this.upstreamLast ? 'goaway' : 'refused_stream');
+          return this.detour.retry(id, stream, this.goaways.pastUpstream(id) ? 'goaway' : 'refused_stream');
         }
         // A response that proved its own end (trailers, a status frame in the body) is whole whatever follows.
         if (stream.responseEnded && (code === Http2Error.NO_ERROR || stream.provedEnd())) return this.calls.end(id, stream);
@@ -436,15 +433,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (size !== undefined) this.requestHpack.setLimit(size);
       },
       goaway: (last, code, payload) => {
-        this.ctx.observer.goaway('upstream', code);
-        // A graceful GOAWAY (a restart, a max connection age) is the upstream's business: the client's
-        // connection goes on, its new calls sent elsewhere. Any other code says the connection itself
-        // went wrong, perhaps by the client's doing, and the client reads it: hiding it would let a
-        // client shed the app's limits and go on over the relay's own connections. Where a GOAWAY
-        // cannot be hidden, the client reads it and retries what it names itself.
-        const hidden = code === Http2Error.NO_ERROR && voidFrame(payload, this.upstreamPiece) && (this.upstreamLast === undefined || this.goawayHidden);
-        this.goawayHidden = hidden;
-        this.upstreamLast = Math.min(last, this.upstreamLast ?? MAX_STREAM_ID);
+        const hidden = this.goaways.fromUpstream(last, code, payload, this.upstreamPiece);
         // Streams past the last one the upstream took were never worked on.
         for (const [id, stream] of this.streams) {
           if (id <= last || stream.via) continue;
@@ -469,7 +458,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   /** The last call open ended: past the second GOAWAY, the connection closes once the bytes being read now (the call's last frames among them) have gone on. */
   private callsEnded(): void {
-    if (this.draining && (this.phase === 'open' || this.phase === 'detached')) setImmediate(() => this.streams.size === 0 && this.close());
+    if (this.goaways.draining && (this.phase === 'open' || this.phase === 'detached')) setImmediate(() => this.streams.size === 0 && this.close());
   }
 
   /** A call's held last DATA went (ClientWriter): it ends as the connection's calls do. */
@@ -495,9 +484,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.clientSettings = 0;
     setTimeout(() => {
       if (this.phase !== 'local') return;
-      this.goawaySent = true;
-      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-      this.writer.write(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
+      this.writer.write(this.goaways.last(Http2Error.NO_ERROR));
       this.enter('closed');
       this.lingeringClose();
     }, LOCAL_ANSWER_MS).unref();
@@ -540,11 +527,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private cut(reason: TerminationReason, code: number, message: string): void {
     if (this.phase === 'closed') return;
     this.ctx.faults.connectionTerminated(reason);
-    this.ctx.observer.goaway('proxy', code);
+    const goaway = this.goaways.last(code);
     this.ctx.log.warn(message, { peer: this.conn.peer });
     this.ending = { side: 'client', code: Http2Error.CANCEL };
-    if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
-    this.goawaySent = true;
+    if (this.phase !== 'local') this.writer.sendLast([goaway]);
     this.close();
   }
 
@@ -558,9 +544,8 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     }
     if (from === 'client') {
       this.ctx.faults.connectionTerminated('protocol_error');
-      const code = frameError?.h2Code ?? Http2Error.INTERNAL_ERROR;
-      this.ctx.observer.goaway('proxy', code);
-      if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
+      const goaway = this.goaways.last(frameError?.h2Code ?? Http2Error.INTERNAL_ERROR);
+      if (this.phase !== 'local') this.writer.sendLast([goaway]);
       this.ending = { side: 'client', code: Http2Error.CANCEL };
     } else {
       this.ending = { side: 'upstream', code: Http2Error.PROTOCOL_ERROR };
@@ -580,13 +565,13 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.upConn.closeTime = now();
     this.ctx.observer.connectionClosed(this.upConn);
     // Gone as it said it would (GOAWAY): the client's connection goes on without it.
-    if (this.goawayHidden && this.writer.canAdd()) return this.detach();
+    if (this.goaways.upstreamHidden && this.writer.canAdd()) return this.detach();
     this.ending ??= { side: 'upstream', code: CONNECTION_CLOSED };
     if (this.writer.canAdd()) return this.upstreamLost();
     // Cut in the middle of a frame (or before it spoke): nothing can be added, and the
     // calls still in flight read as resets.
     const last = [...this.streams.keys()].map((id) => rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
-    if (!this.goawaySent) last.push(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
+    if (!this.goaways.sent) last.push(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
     this.writer.sendLast(last);
     this.enter('closed');
     this.finish();
@@ -607,11 +592,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.writer.cork();
     this.writer.flush();
     for (const [id, stream] of this.streams) if (!stream.via) this.endings.lost(id, stream, lost);
-    if (!this.goawaySent) {
-      this.goawaySent = true;
-      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-      this.writer.write(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
-    }
+    if (!this.goaways.sent) this.writer.write(this.goaways.last(Http2Error.NO_ERROR));
     this.writer.writeHeld();
     this.writer.uncork();
     if (!this.writer.holding) return this.closeLost();
@@ -668,15 +649,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
    * outlives the grace period or the drain timeout.
    */
   goAway(): void {
-    if (this.goawaySent || this.phase === 'closed') return;
-    this.goawaySent = true;
-    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-    this.writer.send(goawayFrame(MAX_STREAM_ID, Http2Error.NO_ERROR));
+    if (this.phase === 'closed' || !this.goaways.first()) return;
     setTimeout(() => {
       if (this.phase !== 'open' && this.phase !== 'detached') return;
-      this.refuseAbove = this.calls.states.last;
-      this.draining = true;
-      this.writer.send(goawayFrame(this.refuseAbove, Http2Error.NO_ERROR));
+      this.goaways.second();
       if (this.streams.size === 0) setImmediate(() => this.streams.size === 0 && this.close());
     }, SECOND_GOAWAY_MS).unref();
   }
