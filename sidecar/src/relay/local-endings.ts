@@ -127,6 +127,19 @@ export class LocalEndings {
     this.calls.answered(id, stream);
   }
 
+  /** Ends every call the upstream's connection had (none sent elsewhere), as `lost` says. */
+  lostAll(lost: Reset): void {
+    for (const [id, stream] of this.calls.streams) if (!stream.via) this.lost(id, stream, lost);
+  }
+
+  /** The held last DATA the client's windows never took: each call gets the reset its ending could not be. */
+  resetHeld(lost: Reset): void {
+    for (const { id, stream } of this.writer.dropHeld()) {
+      this.writer.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+      this.calls.end(id, stream, lost);
+    }
+  }
+
   /**
    * Ends one call whose upstream's connection broke between frames (the app
    * killed, say), in its own protocol's words, never as the client's cancel, as

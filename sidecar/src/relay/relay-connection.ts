@@ -32,20 +32,20 @@ import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { H2Keepalive } from '../h2/h2-keepalive.ts';
-import { ResetBudget } from '../h2/reset-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { ClientWriter, type ClientWriterHost } from './client-writer.ts';
-import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal } from './frame-budget.ts';
-import { FrameError, FrameParser, settingValue, type FrameSink } from './frame-parser.ts';
+import { ClientFrameBudget, RESET_FLOOD, STREAM_LIMIT, headerListRefusal } from './frame-budget.ts';
+import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, Flag, FrameType, Setting } from '../h2/frame-types.ts';
-import { SETTINGS_ACK, frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from './frame-writer.ts';
+import { DEFAULT_MAX_FRAME_SIZE, Flag, FrameType } from '../h2/frame-types.ts';
+import { frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
 import { RelayCalls, type Reset } from './relay-calls.ts';
 import { NEXT, type Phase } from './relay-phase.ts';
 import { RelayDetour, type DetourHost } from './relay-detour.ts';
 import { RelayGoaways } from './relay-goaway.ts';
+import { RelaySettings } from './relay-settings.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 import { connectUpstream } from './upstream-connect.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
@@ -97,11 +97,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private readonly toUpstream: UpstreamWriter;
   private readonly detour: RelayDetour;
   private readonly endings: LocalEndings;
-  /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
-  private clientSettings = 0;
+  private readonly settings: RelaySettings;
   private readonly goaways: RelayGoaways;
-  private readonly budget = new ResetBudget(Date.now);
-  /** Floods of frames the client sends (frame-budget.ts), and the stream limit it acknowledged. */
+  /** Floods of frames the client sends (frame-budget.ts), resets among them, and the stream limit it acknowledged. */
   private readonly frameBudget = new ClientFrameBudget();
   /** Why the relay ends calls still in flight when the connection goes, once it knows. */
   private ending: Reset | undefined;
@@ -138,6 +136,8 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.goaways = new RelayGoaways(ctx, this.writer, this.calls.states);
     this.detour = new RelayDetour(ctx, target, this.writer, this.calls, this);
     this.endings = new LocalEndings(ctx, this.conn, target, this.writer, this.toUpstream, this.calls);
+    const { requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams } = this;
+    this.settings = new RelaySettings({ requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams, windowsMoved: () => this.writeHeldThenClose() });
     // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
     this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
@@ -331,23 +331,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (stream.responseEnded) return this.calls.end(id, stream);
         this.calls.end(id, stream, { side: 'client', code });
         // A stream the client resets before its answer is what a rapid-reset flood is made of.
-        if (!this.budget.spend()) this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: streams reset faster than the budget (rapid reset)');
+        if (!this.frameBudget.streamReset()) this.cut(RESET_FLOOD.reason, Http2Error.ENHANCE_YOUR_CALM, RESET_FLOOD.message);
       },
-      settings: (flags, payload) => {
-        if (flags & Flag.ACK) return this.frameBudget.settingsAcknowledged();
-        if (this.phase === 'local') this.writer.write(SETTINGS_ACK);
-        else if (this.phase === 'detached') this.writer.send(SETTINGS_ACK);
-        else this.clientSettings++;
-        const initial = settingValue(payload, Setting.INITIAL_WINDOW_SIZE);
-        if (initial !== undefined) {
-          this.writer.initialWindowSize(initial, this.streams.values());
-          if (this.writer.holding) this.writeHeldThenClose();
-        }
-        const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
-        if (size === undefined) return;
-        this.responseHpack.setLimit(size);
-        this.writer.tableSize(size);
-      },
+      settings: (flags, payload) => this.settings.fromClient(flags, payload, this.phase),
       goaway: (_last, code) => this.ctx.observer.goaway('client', code),
       windowUpdate: (id, increment, payload) => {
         if (id === 0) {
@@ -422,16 +408,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (stream.responseEnded && (code === Http2Error.NO_ERROR || stream.provedEnd())) return this.calls.end(id, stream);
         this.calls.end(id, stream, { side: 'upstream', code });
       },
-      settings: (flags, payload) => {
-        if (flags & Flag.ACK) return;
-        this.frameBudget.upstreamSettings(payload);
-        this.writer.upstreamSpoke = true;
-        const maxFrame = (this.toUpstream.maxFrame = settingValue(payload, Setting.MAX_FRAME_SIZE) ?? this.toUpstream.maxFrame);
-        // A client may send frames up to the new size once it has read it, before its ACK reaches the app.
-        this.fromClient.maxFrameSize = Math.max(this.fromClient.maxFrameSize, maxFrame);
-        const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
-        if (size !== undefined) this.requestHpack.setLimit(size);
-      },
+      settings: (flags, payload) => this.settings.fromUpstream(flags, payload),
       goaway: (last, code, payload) => {
         const hidden = this.goaways.fromUpstream(last, code, payload, this.upstreamPiece);
         // Streams past the last one the upstream took were never worked on.
@@ -480,8 +457,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private answerLocally(reason: string): void {
     if (!this.enter('local')) return;
     this.down.resume();
-    this.endings.unreachableAll(this.clientSettings, reason);
-    this.clientSettings = 0;
+    this.endings.unreachableAll(this.settings.takeUnacknowledged(), reason);
     setTimeout(() => {
       if (this.phase !== 'local') return;
       this.writer.write(this.goaways.last(Http2Error.NO_ERROR));
@@ -515,7 +491,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     const lost = { side: 'upstream' as const, code: CONNECTION_CLOSED };
     this.writer.cork();
     this.writer.flush();
-    for (const [id, stream] of this.streams) if (!stream.via) this.endings.lost(id, stream, lost);
+    this.endings.lostAll(lost);
     // What the upstream had not opened again of the client's connection window.
     this.writer.write(windowUpdateFrame(0, DETACH_CREDIT));
     this.writer.writeHeld();
@@ -591,7 +567,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     const lost = this.ending!;
     this.writer.cork();
     this.writer.flush();
-    for (const [id, stream] of this.streams) if (!stream.via) this.endings.lost(id, stream, lost);
+    this.endings.lostAll(lost);
     if (!this.goaways.sent) this.writer.write(this.goaways.last(Http2Error.NO_ERROR));
     this.writer.writeHeld();
     this.writer.uncork();
@@ -599,10 +575,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     // A client that opens no window in time gets the reset the ending could not be.
     setTimeout(() => {
       if (this.phase !== 'lost') return;
-      for (const { id, stream } of this.writer.dropHeld()) {
-        this.writer.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
-        this.calls.end(id, stream, lost);
-      }
+      this.endings.resetHeld(lost);
       this.closeLost();
     }, LOCAL_CLOSE_MS).unref();
   }
