@@ -41,7 +41,7 @@ import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { DEFAULT_MAX_HEADER_BLOCK, settingValue } from './frame-parser.ts';
 import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from '../h2/frame-types.ts';
-import { dataFrame, headersFrame } from './frame-writer.ts';
+import { dataFrame, headersFrame } from '../h2/frames.ts';
 
 export const INBOUND_FRAME_LIMITS = {
   windowUpdatesPerDataFrameSent: 10,

@@ -13,7 +13,7 @@ import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../proxy/local-reply.ts';
 import type { ClientWriter } from './client-writer.ts';
-import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, headersFrame, rstStreamFrame } from './frame-writer.ts';
+import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, headersFrame, rstStreamFrame } from '../h2/frames.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import type { RelayCalls, Reset } from './relay-calls.ts';
 import type { RelayStream } from './relay-stream.ts';

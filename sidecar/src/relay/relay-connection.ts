@@ -28,7 +28,6 @@ import { CONNECTION_CLOSED } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { TerminationReason } from '../observe/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
-import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
 import { H2Keepalive } from '../h2/h2-keepalive.ts';
@@ -38,7 +37,7 @@ import { ClientFrameBudget, RESET_FLOOD, STREAM_LIMIT, headerListRefusal } from 
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { voidFrame } from './frame-rewrite.ts';
 import { DEFAULT_MAX_FRAME_SIZE, Flag, FrameType } from '../h2/frame-types.ts';
-import { frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from './frame-writer.ts';
+import { frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
 import { RelayCalls, type Reset } from './relay-calls.ts';
@@ -47,7 +46,7 @@ import { RelayDetour, type DetourHost } from './relay-detour.ts';
 import { RelayGoaways } from './relay-goaway.ts';
 import { RelaySettings } from './relay-settings.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
-import { connectUpstream } from './upstream-connect.ts';
+import { UpstreamLink, connectUpstream } from './upstream-connect.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
 import { ErrorCode, hasCode } from '../core/errors.ts';
 
@@ -80,8 +79,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private readonly conn: ConnectionRecord;
   private readonly down: net.Socket;
   private readonly up: net.Socket;
-  private readonly upConn: ConnectionRecord;
-  private connectedAt: number | undefined;
+  private readonly upstream: UpstreamLink;
   private readonly fromClient: FrameParser;
   private readonly fromUpstream: FrameParser;
   /**
@@ -123,13 +121,13 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.ctx = ctx;
     this.conn = opts.conn;
     this.down = opts.downstream;
-    this.upConn = { id: opts.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
+    this.upstream = new UpstreamLink(ctx.observer, opts.nextConnId(), target.authority);
     this.translate = opts.translate;
     this.fromClient = new FrameParser(this.clientSink(), true, undefined, opts.translate ? (bytes) => this.toUpstream.pass(bytes) : undefined);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
     // The client's frames are held to the app's SETTINGS_MAX_FRAME_SIZE, 16 KiB until it says otherwise.
     this.fromClient.maxFrameSize = DEFAULT_MAX_FRAME_SIZE;
-    this.calls = new RelayCalls(this.upConn, () => this.callsEnded());
+    this.calls = new RelayCalls(this.upstream.record, () => this.callsEnded());
     this.streams = this.calls.streams;
     this.writer = new ClientWriter(this.down, this.fromUpstream, this);
     this.toUpstream = new UpstreamWriter(this.down, this.fromClient, this.requestHpack, opts.translate);
@@ -198,9 +196,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   private onUpstreamConnected(): void {
     if (!this.enter('open')) return;
-    this.connectedAt = now();
-    this.upConn.openTime = this.connectedAt;
-    this.ctx.observer.connectionOpened(this.upConn);
+    this.upstream.opened();
     this.down.resume();
   }
 
@@ -375,7 +371,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         // The upstream took the call: it is never sent again.
         this.calls.dropBody(stream);
         stream.request = undefined;
-        stream.responseHeaders(headerBag(list), this.connectedAt);
+        stream.responseHeaders(headerBag(list), this.upstream.connectedAt);
         if (flags & Flag.END_STREAM) this.calls.responseComplete(id, stream);
       },
       data: (id, chunk, flags, last) => {
@@ -538,8 +534,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private onUpstreamClose(): void {
     if (this.phase === 'connecting') return this.answerLocally('upstream closed the connection');
     if (this.phase !== 'open') return;
-    this.upConn.closeTime = now();
-    this.ctx.observer.connectionClosed(this.upConn);
+    this.upstream.closed();
     // Gone as it said it would (GOAWAY): the client's connection goes on without it.
     if (this.goaways.upstreamHidden && this.writer.canAdd()) return this.detach();
     this.ending ??= { side: 'upstream', code: CONNECTION_CLOSED };
@@ -598,10 +593,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.lingeringClose();
     if (!this.up.destroyed) {
       this.up.destroy();
-      if (wasOpen) {
-        this.upConn.closeTime = now();
-        this.ctx.observer.connectionClosed(this.upConn);
-      }
+      if (wasOpen) this.upstream.closed();
     }
   }
 

@@ -9,7 +9,7 @@ import type { ProxyContext } from '../proxy/context.ts';
 import { MAX_STREAM_ID } from '../h2/frame-types.ts';
 import type { ClientWriter } from './client-writer.ts';
 import { voidFrame } from './frame-rewrite.ts';
-import { goawayFrame } from './frame-writer.ts';
+import { goawayFrame } from '../h2/frames.ts';
 import type { ClientStreamStates } from './stream-states.ts';
 
 export class RelayGoaways {

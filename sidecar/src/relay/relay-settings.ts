@@ -9,7 +9,7 @@ import { Flag, Setting } from '../h2/frame-types.ts';
 import type { ClientWriter } from './client-writer.ts';
 import type { ClientFrameBudget } from './frame-budget.ts';
 import { settingValue, type FrameParser } from './frame-parser.ts';
-import { SETTINGS_ACK } from './frame-writer.ts';
+import { SETTINGS_ACK } from '../h2/frames.ts';
 import type { HpackDecoder } from './hpack-decoder.ts';
 import type { Phase } from './relay-phase.ts';
 import type { RelayStream } from './relay-stream.ts';
