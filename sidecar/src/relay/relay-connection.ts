@@ -38,17 +38,17 @@ import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { voidFrame } from './frame-rewrite.ts';
 import { DEFAULT_MAX_FRAME_SIZE, Flag, FrameType } from '../h2/frame-types.ts';
 import { frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
-import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
+import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList, type HpackError } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
-import { RelayCalls, type Reset } from './relay-calls.ts';
+import { RelayCalls } from './relay-calls.ts';
 import { NEXT, type Phase } from './relay-phase.ts';
 import { RelayDetour, type DetourHost } from './relay-detour.ts';
+import { RelayEnding } from './relay-ending.ts';
 import { RelayGoaways } from './relay-goaway.ts';
 import { RelaySettings } from './relay-settings.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
 import { UpstreamLink, connectUpstream } from './upstream-connect.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
-import { ErrorCode, hasCode } from '../core/errors.ts';
 
 /** Between the two GOAWAYs: time for streams the client sent before the first to arrive (no PING: its ACK would reach the upstream). */
 const SECOND_GOAWAY_MS = 1000;
@@ -99,14 +99,12 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private readonly goaways: RelayGoaways;
   /** Floods of frames the client sends (frame-budget.ts), resets among them, and the stream limit it acknowledged. */
   private readonly frameBudget = new ClientFrameBudget();
-  /** Why the relay ends calls still in flight when the connection goes, once it knows. */
-  private ending: Reset | undefined;
+  /** Why the connection ends, and so its calls still in flight. */
+  private readonly ending: RelayEnding;
   private readonly translate: boolean;
   /** The pieces being read from each side, where a frame may be rewritten in place before it goes on (frame-rewrite.ts). */
   private clientPiece: Buffer | undefined;
   private upstreamPiece: Buffer | undefined;
-  /** The data octets of the client's DATA frame being read, so far. */
-  private clientFrameData = 0;
   /**
    * PINGs the client when it has sent nothing for --keepalive-interval, and ends
    * the connection when it answers nothing within --keepalive-timeout: a client
@@ -132,6 +130,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.writer = new ClientWriter(this.down, this.fromUpstream, this);
     this.toUpstream = new UpstreamWriter(this.down, this.fromClient, this.requestHpack, opts.translate);
     this.goaways = new RelayGoaways(ctx, this.writer, this.calls.states);
+    this.ending = new RelayEnding(ctx, this.conn, this.calls, this.goaways);
     this.detour = new RelayDetour(ctx, target, this.writer, this.calls, this);
     this.endings = new LocalEndings(ctx, this.conn, target, this.writer, this.toUpstream, this.calls);
     const { requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams } = this;
@@ -176,10 +175,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   /** The client answered no PING in time: gone without FIN or RST. Its calls end as a client gone, and the app's streams with the upstream connection. */
   private clientVanished(): void {
-    this.ctx.faults.connectionTerminated('keepalive_timeout');
-    this.ctx.faults.keepaliveTimedOut('downstream');
-    this.ctx.log.info('client connection closed: no answer to PING within --keepalive-timeout', { peer: this.conn.peer, timeoutMs: this.ctx.config.keepaliveTimeoutMs });
-    this.ending = { side: 'client', code: CONNECTION_CLOSED };
+    this.ending.vanished();
     this.close();
     this.down.destroy();
   }
@@ -246,12 +242,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     return {
       headers: (id, flags, block, promised) => {
         if (promised !== 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client (RFC 9113 §8.4)');
-        let list;
-        try {
-          list = this.requestHpack.decode(block);
-        } catch (err) {
-          throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
-        }
+        const list = decoded(this.requestHpack, block);
         const existing = this.streams.get(id);
         if (existing) {
           // Request trailers, unless the request was over.
@@ -298,9 +289,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         const stream = this.streams.get(id);
         this.calls.states.data(id, stream);
         // What of the frame is not data (its padding, §6.1) counts against the windows too.
-        this.clientFrameData += chunk.length;
-        const padding = last ? this.fromClient.frameLength - this.clientFrameData : 0;
-        if (last) this.clientFrameData = 0;
+        const padding = last ? this.fromClient.dataPadding : 0;
         // No upstream keeps the connection's window any more: the relay does.
         const connection = this.phase === 'detached';
         if (!stream || !stream.via) {
@@ -357,12 +346,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private upstreamSink(): FrameSink {
     return {
       headers: (id, flags, block, promised) => {
-        let list;
-        try {
-          list = this.responseHpack.decode(block);
-        } catch (err) {
-          throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
-        }
+        const list = decoded(this.responseHpack, block);
         this.writer.upstreamBlock(block);
         // A PUSH_PROMISE's block is decoded only to keep the table in step: it is a request, not this stream's response.
         if (promised !== 0) return;
@@ -436,7 +420,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   /** A call's held last DATA went (ClientWriter): it ends as the connection's calls do. */
   heldWritten(id: number, stream: RelayStream): void {
-    this.calls.end(id, stream, this.ending);
+    this.calls.end(id, stream, this.ending.reset);
   }
 
   /** The client read what waited in its socket: the upstream's bytes, and the answers sent elsewhere, go on. */
@@ -498,36 +482,21 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   /** The relay ends a misbehaving client's connection: GOAWAY with `code`, then close. */
   private cut(reason: TerminationReason, code: number, message: string): void {
     if (this.phase === 'closed') return;
-    this.ctx.faults.connectionTerminated(reason);
-    const goaway = this.goaways.last(code);
-    this.ctx.log.warn(message, { peer: this.conn.peer });
-    this.ending = { side: 'client', code: Http2Error.CANCEL };
+    const goaway = this.ending.cut(reason, code, message);
     if (this.phase !== 'local') this.writer.sendLast([goaway]);
     this.close();
   }
 
   /** A direction's bytes could not be read: the peers see the same bytes and will end the connection; the relay ends it now. */
   private shadowFailed(from: 'client' | 'upstream', err: unknown): void {
-    const frameError = hasCode(err, ErrorCode.H2_FRAME) ? (err as FrameError) : undefined;
-    if (frameError === undefined) {
-      this.ctx.faults.internalError('relay', err);
-    } else {
-      this.ctx.log.debug('HTTP/2 frames could not be read; connection closed', { from, error: frameError.message, peer: this.conn.peer });
-    }
-    if (from === 'client') {
-      this.ctx.faults.connectionTerminated('protocol_error');
-      const goaway = this.goaways.last(frameError?.h2Code ?? Http2Error.INTERNAL_ERROR);
-      if (this.phase !== 'local') this.writer.sendLast([goaway]);
-      this.ending = { side: 'client', code: Http2Error.CANCEL };
-    } else {
-      this.ending = { side: 'upstream', code: Http2Error.PROTOCOL_ERROR };
-    }
+    const goaway = this.ending.unreadable(from, err);
+    if (goaway && this.phase !== 'local') this.writer.sendLast([goaway]);
     this.close();
   }
 
   private onClientClose(): void {
     // The client's connection went without a reset of its own: counted apart from resets, as the terminating path does.
-    this.ending ??= { side: 'client', code: CONNECTION_CLOSED };
+    this.ending.unlessKnown({ side: 'client', code: CONNECTION_CLOSED });
     this.close();
   }
 
@@ -537,7 +506,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.upstream.closed();
     // Gone as it said it would (GOAWAY): the client's connection goes on without it.
     if (this.goaways.upstreamHidden && this.writer.canAdd()) return this.detach();
-    this.ending ??= { side: 'upstream', code: CONNECTION_CLOSED };
+    this.ending.unlessKnown({ side: 'upstream', code: CONNECTION_CLOSED });
     if (this.writer.canAdd()) return this.upstreamLost();
     // Cut in the middle of a frame (or before it spoke): nothing can be added, and the
     // calls still in flight read as resets.
@@ -545,7 +514,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     if (!this.goaways.sent) last.push(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
     this.writer.sendLast(last);
     this.enter('closed');
-    this.finish();
+    this.ending.finish();
     this.lingeringClose();
   }
 
@@ -559,7 +528,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.enter('lost');
     // Reading may have waited for the upstream's socket to drain: the client's WINDOW_UPDATEs still count.
     this.down.resume();
-    const lost = this.ending!;
+    const lost = this.ending.reset!;
     this.writer.cork();
     this.writer.flush();
     this.endings.lostAll(lost);
@@ -577,7 +546,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   private closeLost(): void {
     this.enter('closed');
-    this.finish();
+    this.ending.finish();
     this.lingeringClose();
   }
 
@@ -589,17 +558,12 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private close(): void {
     const wasOpen = this.phase === 'open';
     if (!this.enter('closed')) return;
-    this.finish();
+    this.ending.finish();
     this.lingeringClose();
     if (!this.up.destroyed) {
       this.up.destroy();
       if (wasOpen) this.upstream.closed();
     }
-  }
-
-  /** Ends the calls still in flight with the reason the connection went. */
-  private finish(): void {
-    this.calls.endAll(this.ending ?? { side: 'client', code: Http2Error.CANCEL });
   }
 
   /**
@@ -623,8 +587,17 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   }
 
   destroy(): void {
-    this.ending ??= { side: 'proxy', code: Http2Error.CANCEL };
+    this.ending.unlessKnown({ side: 'proxy', code: Http2Error.CANCEL });
     this.close();
     this.down.destroy();
+  }
+}
+
+/** A header block decoded by `hpack`; one that cannot be is a connection error (COMPRESSION_ERROR, RFC 9113 §4.3). */
+function decoded(hpack: HpackDecoder, block: Buffer): HeaderList {
+  try {
+    return hpack.decode(block);
+  } catch (err) {
+    throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
   }
 }
