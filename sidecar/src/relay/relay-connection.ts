@@ -20,8 +20,11 @@
 // sinks. Its parts own the rest: the calls open and what they keep
 // (relay-calls.ts), what goes to the client and to the upstream besides each
 // other's bytes (the two writers), calls sent on connections of the relay's own
-// (relay-detour.ts), and the endings the relay gives calls itself
-// (local-endings.ts).
+// (relay-detour.ts), the endings the relay gives calls itself
+// (local-endings.ts), what the GOAWAYs and SETTINGS of both sides said
+// (relay-goaway.ts, relay-settings.ts), why the connection ends
+// (relay-ending.ts), the upstream connection's record (upstream-connect.ts),
+// and the PINGs to a client gone quiet (client-keepalive.ts).
 import type net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED } from '../observe/call-record.ts';
@@ -30,14 +33,15 @@ import type { TerminationReason } from '../observe/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
-import { H2Keepalive } from '../h2/h2-keepalive.ts';
+import type { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
+import { clientKeepalive, type KeepaliveHost } from './client-keepalive.ts';
 import { ClientWriter, type ClientWriterHost } from './client-writer.ts';
-import { ClientFrameBudget, RESET_FLOOD, STREAM_LIMIT, headerListRefusal } from './frame-budget.ts';
+import { ClientFrameBudget, RESET_FLOOD, STREAM_LIMIT } from './frame-budget.ts';
 import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, Flag, FrameType } from '../h2/frame-types.ts';
-import { frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
+import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
+import { goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList, type HpackError } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
 import { RelayCalls } from './relay-calls.ts';
@@ -72,7 +76,7 @@ export interface RelayOptions {
 }
 
 /** Its parts reach back here through their host interfaces, whose members are public for them alone. */
-export class RelayConnection implements ClientWriterHost, DetourHost {
+export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveHost {
   /** Where the connection is: only `enter` moves it. */
   phase: Phase = 'connecting';
   private readonly ctx: ProxyContext;
@@ -105,13 +109,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   /** The pieces being read from each side, where a frame may be rewritten in place before it goes on (frame-rewrite.ts). */
   private clientPiece: Buffer | undefined;
   private upstreamPiece: Buffer | undefined;
-  /**
-   * PINGs the client when it has sent nothing for --keepalive-interval, and ends
-   * the connection when it answers nothing within --keepalive-timeout: a client
-   * that vanished without FIN or RST would otherwise hold its calls open, and the
-   * app's, for ever. The relay's own PINGs go at frame boundaries like any frame
-   * it adds, and their ACKs stop here (the app never sent those PINGs).
-   */
+  /** PINGs a client gone quiet (client-keepalive.ts). */
   private readonly keepalive: H2Keepalive;
 
   constructor(private readonly opts: RelayOptions) {
@@ -149,14 +147,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     up.on('drain', () => this.down.resume());
     up.on('close', () => this.onUpstreamClose());
     if (ctx.config.keepaliveIntervalMs > 0) up.setKeepAlive(true, ctx.config.keepaliveIntervalMs);
-    this.keepalive = new H2Keepalive(
-      { intervalMs: ctx.config.keepaliveIntervalMs, timeoutMs: ctx.config.keepaliveTimeoutMs },
-      {
-        send: (opaque) => this.sendPing(opaque),
-        bytesRead: () => this.down.bytesRead,
-        timedOut: () => this.clientVanished(),
-      },
-    );
+    this.keepalive = clientKeepalive(ctx.config, this.down, this.writer, this);
     this.keepalive.start();
     this.down.resume();
   }
@@ -166,15 +157,8 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     return this.goaways.upstreamLast;
   }
 
-  /** A keepalive PING toward the client, where one may be added; none while the relay answers locally or is closing. */
-  private sendPing(opaque: Buffer): boolean {
-    if (this.phase !== 'open' && this.phase !== 'detached') return false;
-    this.writer.send(frame(FrameType.PING, 0, 0, opaque));
-    return true;
-  }
-
-  /** The client answered no PING in time: gone without FIN or RST. Its calls end as a client gone, and the app's streams with the upstream connection. */
-  private clientVanished(): void {
+  /** The client answered no PING in time (KeepaliveHost): gone without FIN or RST. Its calls end as a client gone, and the app's streams with the upstream connection. */
+  clientVanished(): void {
     this.ending.vanished();
     this.close();
     this.down.destroy();
@@ -257,11 +241,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (this.goaways.refuses(id) || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
         // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
         if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
-        // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
-        // block (its table must stay in step) and is told to drop it once the bytes being read have passed.
+        // Header list over the size: 431 and GOAWAY, as when terminating.
         if (this.requestHpack.overflowed) {
-          if (!this.translate) this.toUpstream.after(rstStreamFrame(id, Http2Error.CANCEL));
-          for (const f of headerListRefusal(id, this.writer.block)) this.writer.send(f);
+          this.endings.refuseHeaderList(id, this.translate);
           if (!this.frameBudget.firstHeaderListRefused()) return;
           this.ctx.faults.connectionTerminated('bad_request');
           return this.goAway();
