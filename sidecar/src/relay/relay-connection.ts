@@ -549,15 +549,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
   }
 
   /**
-   * The two-step GOAWAY (RFC 9113 §6.8), for --max-connection-age and SIGTERM.
-   * The first names the highest stream id, so that streams already on their way
-   * are relayed and answered (none is taken for unprocessed and sent twice); a
-   * moment later the second names the last stream seen, and streams past it are
-   * refused (REFUSED_STREAM, which clients retry on a new connection). Their
-   * HEADERS still reach the upstream — dropping a header block would break its
-   * HPACK table — followed at once by RST_STREAM CANCEL. The connection closes
-   * once its calls have ended after the second step; the listener ends whatever
-   * outlives the grace period or the drain timeout.
+   * The two-step GOAWAY for --max-connection-age and SIGTERM (RelayGoaways): the
+   * connection closes once its calls have ended after the second step; the
+   * listener ends whatever outlives the grace period or the drain timeout.
    */
   goAway(): void {
     if (this.phase === 'closed' || !this.goaways.first()) return;

@@ -12,6 +12,15 @@ import { voidFrame } from './frame-rewrite.ts';
 import { goawayFrame } from '../h2/frames.ts';
 import type { ClientStreamStates } from './stream-states.ts';
 
+/**
+ * The relay's two-step GOAWAY (RFC 9113 §6.8): the first names the highest
+ * stream id, so that streams already on their way are relayed and answered
+ * (none is taken for unprocessed and sent twice); a moment later the second
+ * names the last stream seen, and streams past it are refused (REFUSED_STREAM,
+ * which clients retry on a new connection). Their HEADERS still reach the
+ * upstream — dropping a header block would break its HPACK table — followed at
+ * once by RST_STREAM CANCEL (LocalEndings.refuse).
+ */
 export class RelayGoaways {
   /** The last stream id of the upstream's GOAWAY: streams above it go elsewhere. */
   upstreamLast: number | undefined;
