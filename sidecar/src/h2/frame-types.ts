@@ -49,6 +49,9 @@ export const MAX_WINDOW = 0x7fffffff;
 /** Flow-control windows start at 65,535 octets (RFC 9113 §6.9.2); SETTINGS_INITIAL_WINDOW_SIZE changes a stream's. */
 export const DEFAULT_WINDOW = 65_535;
 
+/** The largest stream id (§5.1.1). */
+export const MAX_STREAM_ID = 0x7fffffff;
+
 /** The 9-byte frame header (§4.1). */
 export const FRAME_HEADER_LENGTH = 9;
 

@@ -13,7 +13,8 @@ import { FrameError, type FrameParser } from './frame-parser.ts';
 import { inPiece, voidFrame } from './frame-rewrite.ts';
 import { PingLedger } from './ping-ledger.ts';
 import { DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, MAX_WINDOW } from '../h2/frame-types.ts';
-import { EMPTY_SETTINGS, dataFrame, encodeLiteralBlock, frame } from './frame-writer.ts';
+import { EMPTY_SETTINGS, dataFrame, frame } from '../h2/frames.ts';
+import { encodeLiteralBlock } from './frame-writer.ts';
 import { DEFAULT_TABLE_SIZE } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
 

@@ -32,13 +32,16 @@
 // The budget reads only frame headers (and a padded frame's pad length), ahead
 // of the relay's frame parser, so a flood is cut before any of it is passed on.
 // Streams opened past the SETTINGS_MAX_CONCURRENT_STREAMS the client
-// acknowledged (the app's, relayed to it) are counted here too (`stream_limit`).
+// acknowledged (the app's, relayed to it) are counted here too (`stream_limit`),
+// and the streams it resets before their answer (h2/reset-budget.ts,
+// `reset_flood`).
 import type { TerminationReason } from '../observe/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
+import { ResetBudget } from '../h2/reset-budget.ts';
 import { DEFAULT_MAX_HEADER_BLOCK, settingValue } from './frame-parser.ts';
 import { CLIENT_PREFACE, FRAME_HEADER_LENGTH, Flag, FrameType, Setting } from '../h2/frame-types.ts';
-import { dataFrame, headersFrame } from './frame-writer.ts';
+import { dataFrame, headersFrame } from '../h2/frames.ts';
 
 export const INBOUND_FRAME_LIMITS = {
   windowUpdatesPerDataFrameSent: 10,
@@ -60,6 +63,7 @@ const PRIORITY_FLOOD = flood('priority_flood', 'more PRIORITY frames than its st
 const EMPTY_FRAME_FLOOD = flood('empty_frame_flood', 'DATA, HEADERS or CONTINUATION frames with nothing in them, in a row');
 const CONTINUATION_FLOOD = flood('continuation_flood', 'a header block continued past the limit (CONTINUATION flood)');
 export const STREAM_LIMIT = flood('stream_limit', 'streams opened past the concurrency limit it acknowledged');
+export const RESET_FLOOD = flood('reset_flood', 'streams reset faster than the budget (rapid reset)');
 
 export class ClientFrameBudget {
   private prefaceLeft = CLIENT_PREFACE.length;
@@ -87,6 +91,7 @@ export class ClientFrameBudget {
   private readonly unacknowledged: (number | undefined)[] = [];
   private streamLimit = Infinity;
   private refusedHeaderList = false;
+  private readonly resets = new ResetBudget(Date.now);
 
   /** Reads the frame headers in the client's next bytes; the first flood found, if any (then every later call says so too). */
   read(chunk: Buffer): Flood | undefined {
@@ -152,6 +157,11 @@ export class ClientFrameBudget {
   /** The stream limit the upstream advertised last, acknowledged by the client or not. */
   get advertisedStreamLimit(): number {
     return this.unacknowledged.at(-1) ?? this.streamLimit;
+  }
+
+  /** The client reset a stream before its answer, what a rapid-reset flood is made of: false past the budget. */
+  streamReset(): boolean {
+    return this.resets.spend();
   }
 
   /** A new stream, with `open` streams already open: whether it is past the limit the client acknowledged. */

@@ -155,6 +155,15 @@ export class FrameParser {
     return this.length;
   }
 
+  /**
+   * Of the DATA frame whose last part is being read (`last`), the octets that are
+   * not data: its pad length and padding (RFC 9113 §6.1), which flow control
+   * counts as it counts the data.
+   */
+  get dataPadding(): number {
+    return this.flags & Flag.PADDED ? 1 + this.padding : 0;
+  }
+
   /** Whether the bytes so far end on a frame boundary outside a header block: where a frame may be added. */
   get atBoundary(): boolean {
     return this.phase === Phase.Header && this.fill === 0 && this.blockParts.length === 0 && this.blockStream === 0;

@@ -1,44 +1,11 @@
-// Frames the relay adds to a connection itself. Header blocks are encoded so
-// that they leave both HPACK tables as they were (RFC 7541 §6.2.2, literals
-// without indexing; names from the static table): the block passes through no
-// table, so the relayed blocks around it still decode the same.
-import { FRAME_HEADER_LENGTH, Flag, FrameType } from '../h2/frame-types.ts';
+// Header blocks of the relay's own, encoded so that they leave both HPACK
+// tables as they were (RFC 7541 §6.2.2, literals without indexing; names from
+// the static table): the block passes through no table, so the relayed blocks
+// around it still decode the same. The frames that carry them are HTTP/2's
+// (h2/frames.ts), named here too for the importers that still come here.
 import { STATIC_NAME_INDEX } from './hpack-static-table.ts';
 
-export function frame(type: number, flags: number, streamId: number, payload: Buffer = EMPTY): Buffer {
-  const out = Buffer.allocUnsafe(FRAME_HEADER_LENGTH + payload.length);
-  out.writeUIntBE(payload.length, 0, 3);
-  out[3] = type;
-  out[4] = flags;
-  out.writeUInt32BE(streamId & 0x7fffffff, 5);
-  payload.copy(out, FRAME_HEADER_LENGTH);
-  return out;
-}
-
-const EMPTY = Buffer.alloc(0);
-
-/** An empty SETTINGS frame: every setting at its initial value (RFC 9113 §6.5). */
-export const EMPTY_SETTINGS = frame(FrameType.SETTINGS, 0, 0);
-export const SETTINGS_ACK = frame(FrameType.SETTINGS, Flag.ACK, 0);
-
-export function goawayFrame(lastStreamId: number, code: number): Buffer {
-  const p = Buffer.allocUnsafe(8);
-  p.writeUInt32BE(lastStreamId & 0x7fffffff, 0);
-  p.writeUInt32BE(code, 4);
-  return frame(FrameType.GOAWAY, 0, 0, p);
-}
-
-export function windowUpdateFrame(streamId: number, increment: number): Buffer {
-  const p = Buffer.allocUnsafe(4);
-  p.writeUInt32BE(increment & 0x7fffffff, 0);
-  return frame(FrameType.WINDOW_UPDATE, 0, streamId, p);
-}
-
-export function rstStreamFrame(streamId: number, code: number): Buffer {
-  const p = Buffer.allocUnsafe(4);
-  p.writeUInt32BE(code, 0);
-  return frame(FrameType.RST_STREAM, 0, streamId, p);
-}
+export { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, frame, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
 
 /** §5.1 integer with an N-bit prefix, the prefix's other bits set to `high`. */
 function pushInt(out: number[], value: number, prefix: number, high: number): void {
@@ -80,24 +47,4 @@ export function encodeLiteralBlock(headers: readonly (readonly [string, string])
     pushString(out, value);
   }
   return Buffer.from(out);
-}
-
-export function headersFrame(streamId: number, block: Buffer, endStream: boolean): Buffer {
-  return frame(FrameType.HEADERS, Flag.END_HEADERS | (endStream ? Flag.END_STREAM : 0), streamId, block);
-}
-
-/** A header block as HEADERS and, past `maxFrame` octets, CONTINUATIONs (RFC 9113 §6.10). */
-export function headerBlockFrames(streamId: number, block: Buffer, endStream: boolean, maxFrame: number): Buffer {
-  const end = endStream ? Flag.END_STREAM : 0;
-  if (block.length <= maxFrame) return frame(FrameType.HEADERS, Flag.END_HEADERS | end, streamId, block);
-  const frames: Buffer[] = [];
-  for (let at = 0; at < block.length; at += maxFrame) {
-    const last = at + maxFrame >= block.length;
-    frames.push(frame(at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? end : 0) | (last ? Flag.END_HEADERS : 0), streamId, block.subarray(at, at + maxFrame)));
-  }
-  return Buffer.concat(frames);
-}
-
-export function dataFrame(streamId: number, body: Buffer, endStream: boolean): Buffer {
-  return frame(FrameType.DATA, endStream ? Flag.END_STREAM : 0, streamId, body);
 }

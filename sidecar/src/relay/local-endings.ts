@@ -1,5 +1,5 @@
-// The endings the relay gives calls itself: a stream it will not take, request
-// trailers over the size, a deadline passed, an upstream that could not be
+// The endings the relay gives calls itself: a stream it will not take, a
+// request header list or request trailers over the size, a deadline passed, an upstream that could not be
 // reached or whose connection broke under the call. An answer is the
 // terminating path's, in the call's own protocol (proxy/local-reply.ts); all of
 // it goes as whole frames of the relay's own (client-writer.ts,
@@ -13,7 +13,8 @@ import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../proxy/local-reply.ts';
 import type { ClientWriter } from './client-writer.ts';
-import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, headersFrame, rstStreamFrame } from './frame-writer.ts';
+import { headerListRefusal } from './frame-budget.ts';
+import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, headersFrame, rstStreamFrame } from '../h2/frames.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import type { RelayCalls, Reset } from './relay-calls.ts';
 import type { RelayStream } from './relay-stream.ts';
@@ -61,6 +62,17 @@ export class LocalEndings {
   refuse(id: number, flags: number, block: Buffer, list: HeaderList): void {
     if (this.toUpstream.rewrite(id, flags, block, list, undefined)) this.toUpstream.send(rstStreamFrame(id, Http2Error.CANCEL));
     this.writer.send(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
+  }
+
+  /**
+   * A request header list over the size: 431, as when terminating
+   * (frame-budget.ts). The upstream got the block (its table must stay in step)
+   * and is told to drop it once the bytes being read have passed; in translate
+   * mode the block never reached it.
+   */
+  refuseHeaderList(id: number, translate: boolean): void {
+    if (!translate) this.toUpstream.after(rstStreamFrame(id, Http2Error.CANCEL));
+    for (const f of headerListRefusal(id, this.writer.block)) this.writer.send(f);
   }
 
   /**
@@ -125,6 +137,19 @@ export class LocalEndings {
       this.writer.write(dataFrame(id, body, true));
     }
     this.calls.answered(id, stream);
+  }
+
+  /** Ends every call the upstream's connection had (none sent elsewhere), as `lost` says. */
+  lostAll(lost: Reset): void {
+    for (const [id, stream] of this.calls.streams) if (!stream.via) this.lost(id, stream, lost);
+  }
+
+  /** The held last DATA the client's windows never took: each call gets the reset its ending could not be. */
+  resetHeld(lost: Reset): void {
+    for (const { id, stream } of this.writer.dropHeld()) {
+      this.writer.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
+      this.calls.end(id, stream, lost);
+    }
   }
 
   /**

@@ -20,38 +20,40 @@
 // sinks. Its parts own the rest: the calls open and what they keep
 // (relay-calls.ts), what goes to the client and to the upstream besides each
 // other's bytes (the two writers), calls sent on connections of the relay's own
-// (relay-detour.ts), and the endings the relay gives calls itself
-// (local-endings.ts).
+// (relay-detour.ts), the endings the relay gives calls itself
+// (local-endings.ts), what the GOAWAYs and SETTINGS of both sides said
+// (relay-goaway.ts, relay-settings.ts), why the connection ends
+// (relay-ending.ts), the upstream connection's record (upstream-connect.ts),
+// and the PINGs to a client gone quiet (client-keepalive.ts).
 import type net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED } from '../observe/call-record.ts';
 import type { ConnectionRecord } from '../observe/observer.ts';
 import type { TerminationReason } from '../observe/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
-import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
-import { H2Keepalive } from '../h2/h2-keepalive.ts';
-import { ResetBudget } from '../h2/reset-budget.ts';
+import type { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
+import { clientKeepalive, type KeepaliveHost } from './client-keepalive.ts';
 import { ClientWriter, type ClientWriterHost } from './client-writer.ts';
-import { ClientFrameBudget, STREAM_LIMIT, headerListRefusal } from './frame-budget.ts';
-import { FrameError, FrameParser, settingValue, type FrameSink } from './frame-parser.ts';
+import { ClientFrameBudget, RESET_FLOOD, STREAM_LIMIT } from './frame-budget.ts';
+import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
 import { voidFrame } from './frame-rewrite.ts';
-import { DEFAULT_MAX_FRAME_SIZE, Flag, FrameType, Setting } from '../h2/frame-types.ts';
-import { SETTINGS_ACK, frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from './frame-writer.ts';
-import { DEFAULT_TABLE_SIZE, HpackDecoder, HpackError } from './hpack-decoder.ts';
+import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
+import { goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
+import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList, type HpackError } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
-import { RelayCalls, type Reset } from './relay-calls.ts';
+import { RelayCalls } from './relay-calls.ts';
 import { NEXT, type Phase } from './relay-phase.ts';
 import { RelayDetour, type DetourHost } from './relay-detour.ts';
+import { RelayEnding } from './relay-ending.ts';
+import { RelayGoaways } from './relay-goaway.ts';
+import { RelaySettings } from './relay-settings.ts';
 import { RelayStream, headerBag } from './relay-stream.ts';
-import { connectUpstream } from './upstream-connect.ts';
+import { UpstreamLink, connectUpstream } from './upstream-connect.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
-import { ErrorCode, hasCode } from '../core/errors.ts';
 
-/** The largest stream id (RFC 9113 §5.1.1). */
-const MAX_STREAM_ID = 0x7fffffff;
 /** Between the two GOAWAYs: time for streams the client sent before the first to arrive (no PING: its ACK would reach the upstream). */
 const SECOND_GOAWAY_MS = 1000;
 /** How long a connection whose upstream cannot be reached is answered locally before GOAWAY. */
@@ -74,17 +76,14 @@ export interface RelayOptions {
 }
 
 /** Its parts reach back here through their host interfaces, whose members are public for them alone. */
-export class RelayConnection implements ClientWriterHost, DetourHost {
+export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveHost {
   /** Where the connection is: only `enter` moves it. */
   phase: Phase = 'connecting';
-  /** The last stream id of the upstream's GOAWAY: streams above it go elsewhere. */
-  upstreamLast: number | undefined;
   private readonly ctx: ProxyContext;
   private readonly conn: ConnectionRecord;
   private readonly down: net.Socket;
   private readonly up: net.Socket;
-  private readonly upConn: ConnectionRecord;
-  private connectedAt: number | undefined;
+  private readonly upstream: UpstreamLink;
   private readonly fromClient: FrameParser;
   private readonly fromUpstream: FrameParser;
   /**
@@ -100,33 +99,17 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private readonly toUpstream: UpstreamWriter;
   private readonly detour: RelayDetour;
   private readonly endings: LocalEndings;
-  /** Client SETTINGS not acknowledged: the relay acknowledges them itself when it answers locally. */
-  private clientSettings = 0;
-  private goawaySent = false;
-  /** Past the second GOAWAY: the connection closes once its last call ends. */
-  private draining = false;
-  /** After the second GOAWAY: streams past this id are refused. */
-  private refuseAbove = MAX_STREAM_ID;
-  private readonly budget = new ResetBudget(Date.now);
-  /** Floods of frames the client sends (frame-budget.ts), and the stream limit it acknowledged. */
+  private readonly settings: RelaySettings;
+  private readonly goaways: RelayGoaways;
+  /** Floods of frames the client sends (frame-budget.ts), resets among them, and the stream limit it acknowledged. */
   private readonly frameBudget = new ClientFrameBudget();
-  /** Why the relay ends calls still in flight when the connection goes, once it knows. */
-  private ending: Reset | undefined;
+  /** Why the connection ends, and so its calls still in flight. */
+  private readonly ending: RelayEnding;
   private readonly translate: boolean;
-  /** The upstream's GOAWAY was kept from the client (see voidFrame): its connection goes on. */
-  private goawayHidden = false;
   /** The pieces being read from each side, where a frame may be rewritten in place before it goes on (frame-rewrite.ts). */
   private clientPiece: Buffer | undefined;
   private upstreamPiece: Buffer | undefined;
-  /** The data octets of the client's DATA frame being read, so far. */
-  private clientFrameData = 0;
-  /**
-   * PINGs the client when it has sent nothing for --keepalive-interval, and ends
-   * the connection when it answers nothing within --keepalive-timeout: a client
-   * that vanished without FIN or RST would otherwise hold its calls open, and the
-   * app's, for ever. The relay's own PINGs go at frame boundaries like any frame
-   * it adds, and their ACKs stop here (the app never sent those PINGs).
-   */
+  /** PINGs a client gone quiet (client-keepalive.ts). */
   private readonly keepalive: H2Keepalive;
 
   constructor(private readonly opts: RelayOptions) {
@@ -134,18 +117,22 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.ctx = ctx;
     this.conn = opts.conn;
     this.down = opts.downstream;
-    this.upConn = { id: opts.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
+    this.upstream = new UpstreamLink(ctx.observer, opts.nextConnId(), target.authority);
     this.translate = opts.translate;
     this.fromClient = new FrameParser(this.clientSink(), true, undefined, opts.translate ? (bytes) => this.toUpstream.pass(bytes) : undefined);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
     // The client's frames are held to the app's SETTINGS_MAX_FRAME_SIZE, 16 KiB until it says otherwise.
     this.fromClient.maxFrameSize = DEFAULT_MAX_FRAME_SIZE;
-    this.calls = new RelayCalls(this.upConn, () => this.callsEnded());
+    this.calls = new RelayCalls(this.upstream.record, () => this.callsEnded());
     this.streams = this.calls.streams;
     this.writer = new ClientWriter(this.down, this.fromUpstream, this);
     this.toUpstream = new UpstreamWriter(this.down, this.fromClient, this.requestHpack, opts.translate);
+    this.goaways = new RelayGoaways(ctx, this.writer, this.calls.states);
+    this.ending = new RelayEnding(ctx, this.conn, this.calls, this.goaways);
     this.detour = new RelayDetour(ctx, target, this.writer, this.calls, this);
     this.endings = new LocalEndings(ctx, this.conn, target, this.writer, this.toUpstream, this.calls);
+    const { requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams } = this;
+    this.settings = new RelaySettings({ requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams, windowsMoved: () => this.writeHeldThenClose() });
     // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
     this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
@@ -160,31 +147,19 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     up.on('drain', () => this.down.resume());
     up.on('close', () => this.onUpstreamClose());
     if (ctx.config.keepaliveIntervalMs > 0) up.setKeepAlive(true, ctx.config.keepaliveIntervalMs);
-    this.keepalive = new H2Keepalive(
-      { intervalMs: ctx.config.keepaliveIntervalMs, timeoutMs: ctx.config.keepaliveTimeoutMs },
-      {
-        send: (opaque) => this.sendPing(opaque),
-        bytesRead: () => this.down.bytesRead,
-        timedOut: () => this.clientVanished(),
-      },
-    );
+    this.keepalive = clientKeepalive(ctx.config, this.down, this.writer, this);
     this.keepalive.start();
     this.down.resume();
   }
 
-  /** A keepalive PING toward the client, where one may be added; none while the relay answers locally or is closing. */
-  private sendPing(opaque: Buffer): boolean {
-    if (this.phase !== 'open' && this.phase !== 'detached') return false;
-    this.writer.send(frame(FrameType.PING, 0, 0, opaque));
-    return true;
+  /** The last stream id of the upstream's GOAWAY (DetourHost). */
+  get upstreamLast(): number | undefined {
+    return this.goaways.upstreamLast;
   }
 
-  /** The client answered no PING in time: gone without FIN or RST. Its calls end as a client gone, and the app's streams with the upstream connection. */
-  private clientVanished(): void {
-    this.ctx.faults.connectionTerminated('keepalive_timeout');
-    this.ctx.faults.keepaliveTimedOut('downstream');
-    this.ctx.log.info('client connection closed: no answer to PING within --keepalive-timeout', { peer: this.conn.peer, timeoutMs: this.ctx.config.keepaliveTimeoutMs });
-    this.ending = { side: 'client', code: CONNECTION_CLOSED };
+  /** The client answered no PING in time (KeepaliveHost): gone without FIN or RST. Its calls end as a client gone, and the app's streams with the upstream connection. */
+  clientVanished(): void {
+    this.ending.vanished();
     this.close();
     this.down.destroy();
   }
@@ -201,9 +176,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   private onUpstreamConnected(): void {
     if (!this.enter('open')) return;
-    this.connectedAt = now();
-    this.upConn.openTime = this.connectedAt;
-    this.ctx.observer.connectionOpened(this.upConn);
+    this.upstream.opened();
     this.down.resume();
   }
 
@@ -253,12 +226,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     return {
       headers: (id, flags, block, promised) => {
         if (promised !== 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client (RFC 9113 §8.4)');
-        let list;
-        try {
-          list = this.requestHpack.decode(block);
-        } catch (err) {
-          throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
-        }
+        const list = decoded(this.requestHpack, block);
         const existing = this.streams.get(id);
         if (existing) {
           // Request trailers, unless the request was over.
@@ -270,14 +238,12 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         }
         // A stream already over, whose late frames the app ignores: nothing to count (stream-states.ts).
         if (!this.calls.states.opening(id)) return void this.toUpstream.rewrite(id, flags, block, list, undefined);
-        if (id > this.refuseAbove || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
+        if (this.goaways.refuses(id) || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
         // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
         if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
-        // Header list over the size: 431 and GOAWAY, as when terminating (frame-budget.ts). The upstream got the
-        // block (its table must stay in step) and is told to drop it once the bytes being read have passed.
+        // Header list over the size: 431 and GOAWAY, as when terminating.
         if (this.requestHpack.overflowed) {
-          if (!this.translate) this.toUpstream.after(rstStreamFrame(id, Http2Error.CANCEL));
-          for (const f of headerListRefusal(id, this.writer.block)) this.writer.send(f);
+          this.endings.refuseHeaderList(id, this.translate);
           if (!this.frameBudget.firstHeaderListRefused()) return;
           this.ctx.faults.connectionTerminated('bad_request');
           return this.goAway();
@@ -295,8 +261,8 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (flags & Flag.END_STREAM) stream.requestEnded = true;
         if (this.phase === 'local') this.endings.unreachable(id, stream);
         // The upstream said it takes no stream above this one (its HEADERS still went, for its HPACK table): sent elsewhere.
-        else if (this.phase === 'detached' || (this.upstreamLast !== undefined && id > this.upstreamLast)) {
-          if (this.phase === 'detached' || this.goawayHidden) this.detour.forward(id, stream);
+        else if (this.phase === 'detached' || this.goaways.pastUpstream(id)) {
+          if (this.phase === 'detached' || this.goaways.upstreamHidden) this.detour.forward(id, stream);
           // The client read the GOAWAY too, and retries the stream itself.
           else this.calls.end(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
         }
@@ -305,9 +271,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         const stream = this.streams.get(id);
         this.calls.states.data(id, stream);
         // What of the frame is not data (its padding, §6.1) counts against the windows too.
-        this.clientFrameData += chunk.length;
-        const padding = last ? this.fromClient.frameLength - this.clientFrameData : 0;
-        if (last) this.clientFrameData = 0;
+        const padding = last ? this.fromClient.dataPadding : 0;
         // No upstream keeps the connection's window any more: the relay does.
         const connection = this.phase === 'detached';
         if (!stream || !stream.via) {
@@ -334,23 +298,9 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         if (stream.responseEnded) return this.calls.end(id, stream);
         this.calls.end(id, stream, { side: 'client', code });
         // A stream the client resets before its answer is what a rapid-reset flood is made of.
-        if (!this.budget.spend()) this.cut('reset_flood', Http2Error.ENHANCE_YOUR_CALM, 'client connection cut: streams reset faster than the budget (rapid reset)');
+        if (!this.frameBudget.streamReset()) this.cut(RESET_FLOOD.reason, Http2Error.ENHANCE_YOUR_CALM, RESET_FLOOD.message);
       },
-      settings: (flags, payload) => {
-        if (flags & Flag.ACK) return this.frameBudget.settingsAcknowledged();
-        if (this.phase === 'local') this.writer.write(SETTINGS_ACK);
-        else if (this.phase === 'detached') this.writer.send(SETTINGS_ACK);
-        else this.clientSettings++;
-        const initial = settingValue(payload, Setting.INITIAL_WINDOW_SIZE);
-        if (initial !== undefined) {
-          this.writer.initialWindowSize(initial, this.streams.values());
-          if (this.writer.holding) this.writeHeldThenClose();
-        }
-        const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
-        if (size === undefined) return;
-        this.responseHpack.setLimit(size);
-        this.writer.tableSize(size);
-      },
+      settings: (flags, payload) => this.settings.fromClient(flags, payload, this.phase),
       goaway: (_last, code) => this.ctx.observer.goaway('client', code),
       windowUpdate: (id, increment, payload) => {
         if (id === 0) {
@@ -378,12 +328,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private upstreamSink(): FrameSink {
     return {
       headers: (id, flags, block, promised) => {
-        let list;
-        try {
-          list = this.responseHpack.decode(block);
-        } catch (err) {
-          throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
-        }
+        const list = decoded(this.responseHpack, block);
         this.writer.upstreamBlock(block);
         // A PUSH_PROMISE's block is decoded only to keep the table in step: it is a request, not this stream's response.
         if (promised !== 0) return;
@@ -392,7 +337,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
         // The upstream took the call: it is never sent again.
         this.calls.dropBody(stream);
         stream.request = undefined;
-        stream.responseHeaders(headerBag(list), this.connectedAt);
+        stream.responseHeaders(headerBag(list), this.upstream.connectedAt);
         if (flags & Flag.END_STREAM) this.calls.responseComplete(id, stream);
       },
       data: (id, chunk, flags, last) => {
@@ -419,32 +364,15 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
           this.streams.size <= this.frameBudget.advertisedStreamLimit &&
           voidFrame(payload, this.upstreamPiece)
         ) {
-          return this.detour.retry(id, stream, this.upstreamLast !== undefined && id > this.upstreamLast ? 'goaway' : 'refused_stream');
+          return this.detour.retry(id, stream, this.goaways.pastUpstream(id) ? 'goaway' : 'refused_stream');
         }
         // A response that proved its own end (trailers, a status frame in the body) is whole whatever follows.
         if (stream.responseEnded && (code === Http2Error.NO_ERROR || stream.provedEnd())) return this.calls.end(id, stream);
         this.calls.end(id, stream, { side: 'upstream', code });
       },
-      settings: (flags, payload) => {
-        if (flags & Flag.ACK) return;
-        this.frameBudget.upstreamSettings(payload);
-        this.writer.upstreamSpoke = true;
-        const maxFrame = (this.toUpstream.maxFrame = settingValue(payload, Setting.MAX_FRAME_SIZE) ?? this.toUpstream.maxFrame);
-        // A client may send frames up to the new size once it has read it, before its ACK reaches the app.
-        this.fromClient.maxFrameSize = Math.max(this.fromClient.maxFrameSize, maxFrame);
-        const size = settingValue(payload, Setting.HEADER_TABLE_SIZE);
-        if (size !== undefined) this.requestHpack.setLimit(size);
-      },
+      settings: (flags, payload) => this.settings.fromUpstream(flags, payload),
       goaway: (last, code, payload) => {
-        this.ctx.observer.goaway('upstream', code);
-        // A graceful GOAWAY (a restart, a max connection age) is the upstream's business: the client's
-        // connection goes on, its new calls sent elsewhere. Any other code says the connection itself
-        // went wrong, perhaps by the client's doing, and the client reads it: hiding it would let a
-        // client shed the app's limits and go on over the relay's own connections. Where a GOAWAY
-        // cannot be hidden, the client reads it and retries what it names itself.
-        const hidden = code === Http2Error.NO_ERROR && voidFrame(payload, this.upstreamPiece) && (this.upstreamLast === undefined || this.goawayHidden);
-        this.goawayHidden = hidden;
-        this.upstreamLast = Math.min(last, this.upstreamLast ?? MAX_STREAM_ID);
+        const hidden = this.goaways.fromUpstream(last, code, payload, this.upstreamPiece);
         // Streams past the last one the upstream took were never worked on.
         for (const [id, stream] of this.streams) {
           if (id <= last || stream.via) continue;
@@ -469,12 +397,12 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
 
   /** The last call open ended: past the second GOAWAY, the connection closes once the bytes being read now (the call's last frames among them) have gone on. */
   private callsEnded(): void {
-    if (this.draining && (this.phase === 'open' || this.phase === 'detached')) setImmediate(() => this.streams.size === 0 && this.close());
+    if (this.goaways.draining && (this.phase === 'open' || this.phase === 'detached')) setImmediate(() => this.streams.size === 0 && this.close());
   }
 
   /** A call's held last DATA went (ClientWriter): it ends as the connection's calls do. */
   heldWritten(id: number, stream: RelayStream): void {
-    this.calls.end(id, stream, this.ending);
+    this.calls.end(id, stream, this.ending.reset);
   }
 
   /** The client read what waited in its socket: the upstream's bytes, and the answers sent elsewhere, go on. */
@@ -491,13 +419,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private answerLocally(reason: string): void {
     if (!this.enter('local')) return;
     this.down.resume();
-    this.endings.unreachableAll(this.clientSettings, reason);
-    this.clientSettings = 0;
+    this.endings.unreachableAll(this.settings.takeUnacknowledged(), reason);
     setTimeout(() => {
       if (this.phase !== 'local') return;
-      this.goawaySent = true;
-      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-      this.writer.write(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
+      this.writer.write(this.goaways.last(Http2Error.NO_ERROR));
       this.enter('closed');
       this.lingeringClose();
     }, LOCAL_ANSWER_MS).unref();
@@ -528,7 +453,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     const lost = { side: 'upstream' as const, code: CONNECTION_CLOSED };
     this.writer.cork();
     this.writer.flush();
-    for (const [id, stream] of this.streams) if (!stream.via) this.endings.lost(id, stream, lost);
+    this.endings.lostAll(lost);
     // What the upstream had not opened again of the client's connection window.
     this.writer.write(windowUpdateFrame(0, DETACH_CREDIT));
     this.writer.writeHeld();
@@ -539,57 +464,39 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   /** The relay ends a misbehaving client's connection: GOAWAY with `code`, then close. */
   private cut(reason: TerminationReason, code: number, message: string): void {
     if (this.phase === 'closed') return;
-    this.ctx.faults.connectionTerminated(reason);
-    this.ctx.observer.goaway('proxy', code);
-    this.ctx.log.warn(message, { peer: this.conn.peer });
-    this.ending = { side: 'client', code: Http2Error.CANCEL };
-    if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
-    this.goawaySent = true;
+    const goaway = this.ending.cut(reason, code, message);
+    if (this.phase !== 'local') this.writer.sendLast([goaway]);
     this.close();
   }
 
   /** A direction's bytes could not be read: the peers see the same bytes and will end the connection; the relay ends it now. */
   private shadowFailed(from: 'client' | 'upstream', err: unknown): void {
-    const frameError = hasCode(err, ErrorCode.H2_FRAME) ? (err as FrameError) : undefined;
-    if (frameError === undefined) {
-      this.ctx.faults.internalError('relay', err);
-    } else {
-      this.ctx.log.debug('HTTP/2 frames could not be read; connection closed', { from, error: frameError.message, peer: this.conn.peer });
-    }
-    if (from === 'client') {
-      this.ctx.faults.connectionTerminated('protocol_error');
-      const code = frameError?.h2Code ?? Http2Error.INTERNAL_ERROR;
-      this.ctx.observer.goaway('proxy', code);
-      if (this.phase !== 'local') this.writer.sendLast([goawayFrame(this.calls.states.last, code)]);
-      this.ending = { side: 'client', code: Http2Error.CANCEL };
-    } else {
-      this.ending = { side: 'upstream', code: Http2Error.PROTOCOL_ERROR };
-    }
+    const goaway = this.ending.unreadable(from, err);
+    if (goaway && this.phase !== 'local') this.writer.sendLast([goaway]);
     this.close();
   }
 
   private onClientClose(): void {
     // The client's connection went without a reset of its own: counted apart from resets, as the terminating path does.
-    this.ending ??= { side: 'client', code: CONNECTION_CLOSED };
+    this.ending.unlessKnown({ side: 'client', code: CONNECTION_CLOSED });
     this.close();
   }
 
   private onUpstreamClose(): void {
     if (this.phase === 'connecting') return this.answerLocally('upstream closed the connection');
     if (this.phase !== 'open') return;
-    this.upConn.closeTime = now();
-    this.ctx.observer.connectionClosed(this.upConn);
+    this.upstream.closed();
     // Gone as it said it would (GOAWAY): the client's connection goes on without it.
-    if (this.goawayHidden && this.writer.canAdd()) return this.detach();
-    this.ending ??= { side: 'upstream', code: CONNECTION_CLOSED };
+    if (this.goaways.upstreamHidden && this.writer.canAdd()) return this.detach();
+    this.ending.unlessKnown({ side: 'upstream', code: CONNECTION_CLOSED });
     if (this.writer.canAdd()) return this.upstreamLost();
     // Cut in the middle of a frame (or before it spoke): nothing can be added, and the
     // calls still in flight read as resets.
     const last = [...this.streams.keys()].map((id) => rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
-    if (!this.goawaySent) last.push(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
+    if (!this.goaways.sent) last.push(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
     this.writer.sendLast(last);
     this.enter('closed');
-    this.finish();
+    this.ending.finish();
     this.lingeringClose();
   }
 
@@ -603,32 +510,25 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.enter('lost');
     // Reading may have waited for the upstream's socket to drain: the client's WINDOW_UPDATEs still count.
     this.down.resume();
-    const lost = this.ending!;
+    const lost = this.ending.reset!;
     this.writer.cork();
     this.writer.flush();
-    for (const [id, stream] of this.streams) if (!stream.via) this.endings.lost(id, stream, lost);
-    if (!this.goawaySent) {
-      this.goawaySent = true;
-      this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-      this.writer.write(goawayFrame(this.calls.states.last, Http2Error.NO_ERROR));
-    }
+    this.endings.lostAll(lost);
+    if (!this.goaways.sent) this.writer.write(this.goaways.last(Http2Error.NO_ERROR));
     this.writer.writeHeld();
     this.writer.uncork();
     if (!this.writer.holding) return this.closeLost();
     // A client that opens no window in time gets the reset the ending could not be.
     setTimeout(() => {
       if (this.phase !== 'lost') return;
-      for (const { id, stream } of this.writer.dropHeld()) {
-        this.writer.write(rstStreamFrame(id, Http2Error.INTERNAL_ERROR));
-        this.calls.end(id, stream, lost);
-      }
+      this.endings.resetHeld(lost);
       this.closeLost();
     }, LOCAL_CLOSE_MS).unref();
   }
 
   private closeLost(): void {
     this.enter('closed');
-    this.finish();
+    this.ending.finish();
     this.lingeringClose();
   }
 
@@ -640,50 +540,40 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
   private close(): void {
     const wasOpen = this.phase === 'open';
     if (!this.enter('closed')) return;
-    this.finish();
+    this.ending.finish();
     this.lingeringClose();
     if (!this.up.destroyed) {
       this.up.destroy();
-      if (wasOpen) {
-        this.upConn.closeTime = now();
-        this.ctx.observer.connectionClosed(this.upConn);
-      }
+      if (wasOpen) this.upstream.closed();
     }
   }
 
-  /** Ends the calls still in flight with the reason the connection went. */
-  private finish(): void {
-    this.calls.endAll(this.ending ?? { side: 'client', code: Http2Error.CANCEL });
-  }
-
   /**
-   * The two-step GOAWAY (RFC 9113 §6.8), for --max-connection-age and SIGTERM.
-   * The first names the highest stream id, so that streams already on their way
-   * are relayed and answered (none is taken for unprocessed and sent twice); a
-   * moment later the second names the last stream seen, and streams past it are
-   * refused (REFUSED_STREAM, which clients retry on a new connection). Their
-   * HEADERS still reach the upstream — dropping a header block would break its
-   * HPACK table — followed at once by RST_STREAM CANCEL. The connection closes
-   * once its calls have ended after the second step; the listener ends whatever
-   * outlives the grace period or the drain timeout.
+   * The two-step GOAWAY for --max-connection-age and SIGTERM (RelayGoaways): the
+   * connection closes once its calls have ended after the second step; the
+   * listener ends whatever outlives the grace period or the drain timeout.
    */
   goAway(): void {
-    if (this.goawaySent || this.phase === 'closed') return;
-    this.goawaySent = true;
-    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
-    this.writer.send(goawayFrame(MAX_STREAM_ID, Http2Error.NO_ERROR));
+    if (this.phase === 'closed' || !this.goaways.first()) return;
     setTimeout(() => {
       if (this.phase !== 'open' && this.phase !== 'detached') return;
-      this.refuseAbove = this.calls.states.last;
-      this.draining = true;
-      this.writer.send(goawayFrame(this.refuseAbove, Http2Error.NO_ERROR));
+      this.goaways.second();
       if (this.streams.size === 0) setImmediate(() => this.streams.size === 0 && this.close());
     }, SECOND_GOAWAY_MS).unref();
   }
 
   destroy(): void {
-    this.ending ??= { side: 'proxy', code: Http2Error.CANCEL };
+    this.ending.unlessKnown({ side: 'proxy', code: Http2Error.CANCEL });
     this.close();
     this.down.destroy();
+  }
+}
+
+/** A header block decoded by `hpack`; one that cannot be is a connection error (COMPRESSION_ERROR, RFC 9113 §4.3). */
+function decoded(hpack: HpackDecoder, block: Buffer): HeaderList {
+  try {
+    return hpack.decode(block);
+  } catch (err) {
+    throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
   }
 }

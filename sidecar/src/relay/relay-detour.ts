@@ -19,7 +19,7 @@ import { fieldsFromRaw } from '../proxy/hop-by-hop.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 import type { ClientWriter } from './client-writer.ts';
 import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
-import { dataFrame, headerBlockFrames, rstStreamFrame, windowUpdateFrame } from './frame-writer.ts';
+import { dataFrame, headerBlockFrames, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
 import { replyFrames } from './local-endings.ts';
 import { refusal, type RetryReason } from '../proxy/upstream-retries.ts';
 import type { RelayCalls } from './relay-calls.ts';

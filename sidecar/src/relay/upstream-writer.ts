@@ -6,7 +6,7 @@
 import type net from 'node:net';
 import type { FrameParser } from './frame-parser.ts';
 import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
-import { headerBlockFrames } from './frame-writer.ts';
+import { headerBlockFrames } from '../h2/frames.ts';
 import type { HeaderList, HpackDecoder } from './hpack-decoder.ts';
 import { encodeTableless, leadingSizeUpdates } from './hpack-literal-encoder.ts';
 
