@@ -22,8 +22,8 @@ import { nodeHttps } from '../builtins.ts';
 import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
 import type { H1Liveness } from './h1-liveness.ts';
 
-const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
-type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
+/** The upstream connection record of each socket the agents open, kept beside the socket rather than on it. */
+const upstreamConnections = new WeakMap<Socket, ConnectionRecord>();
 
 export interface H1Limits {
   /** Calls in flight (one per connection) per endpoint, --upstream-max-connections. */
@@ -201,41 +201,40 @@ export class H1AgentPool {
 
   /** The endpoint's agent and gate, made on its first call. */
   private endpoint(target: UpstreamUrl): { agent: http.Agent; gate: EndpointGate } {
-    let agent = this.agents.get(target.href);
-    let gate = this.gates.get(target.href);
-    if (!agent || !gate) {
-      // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
-      // timeout: the agent closes a socket idle that long (or for the app's `Keep-Alive: timeout=`, if
-      // shorter), so no call is written onto a connection the app is closing at that very moment.
-      // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
-      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
-      const newAgent = target.tls ? new (nodeHttps().Agent)({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
-      const newGate = new EndpointGate(newAgent, this.limits);
-      // Agents are documented to have createConnection overridden: each socket gets the
-      // connect timeout and is tracked as an upstream connection.
-      const create = newAgent.createConnection.bind(newAgent);
-      newAgent.createConnection = (options, cb) => {
-        const socket = create({ ...options, timeout: this.connectTimeoutMs }, cb) as TrackedSocket;
-        this.track(socket, target, newGate);
-        return socket;
-      };
-      // After the agent's own 'free' listener has put the socket back among the free ones.
-      newAgent.on('free', () => newGate.drain());
-      this.agents.set(target.href, (agent = newAgent));
-      this.gates.set(target.href, (gate = newGate));
-      this.limits.liveness?.watch(target, newAgent, () => newGate.inFlight > 0);
-    }
+    const known = this.agents.get(target.href);
+    const knownGate = this.gates.get(target.href);
+    if (known && knownGate) return { agent: known, gate: knownGate };
+    // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
+    // timeout: the agent closes a socket idle that long (or for the app's `Keep-Alive: timeout=`, if
+    // shorter), so no call is written onto a connection the app is closing at that very moment.
+    // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
+    const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
+    const agent = target.tls ? new (nodeHttps().Agent)({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
+    const gate = new EndpointGate(agent, this.limits);
+    // createConnection is the method Node documents for custom agents to override: each
+    // socket gets the connect timeout and is tracked as an upstream connection.
+    const create = agent.createConnection.bind(agent);
+    agent.createConnection = (options, cb) => {
+      const socket = create({ ...options, timeout: this.connectTimeoutMs }, cb) as Socket;
+      this.track(socket, target, gate);
+      return socket;
+    };
+    // After the agent's own 'free' listener has put the socket back among the free ones.
+    agent.on('free', () => gate.drain());
+    this.agents.set(target.href, agent);
+    this.gates.set(target.href, gate);
+    this.limits.liveness?.watch(target, agent, () => gate.inFlight > 0);
     return { agent, gate };
   }
 
   /** The upstream connection record of the socket a request went out on. */
   static connectionOf(socket: Socket | null | undefined): ConnectionRecord | undefined {
-    return (socket as TrackedSocket | null | undefined)?.[UPSTREAM_CONN];
+    return socket ? upstreamConnections.get(socket) : undefined;
   }
 
-  private track(socket: TrackedSocket, target: UpstreamUrl, gate: EndpointGate): void {
+  private track(socket: Socket, target: UpstreamUrl, gate: EndpointGate): void {
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
-    socket[UPSTREAM_CONN] = conn;
+    upstreamConnections.set(socket, conn);
     let opened = false;
     gate.connecting++;
     let connecting = true;
