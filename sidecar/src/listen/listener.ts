@@ -38,9 +38,7 @@ type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session
 
 /** A session cut for a flood: it is told so once, and counted once. */
 const CUT = Symbol('rpcscope.cut');
-/** Why nghttp2 gave up on a session, as the listener read it when Node ended the session. */
-const ENDED_FOR = Symbol('rpcscope.endedFor');
-type Cut = { [CUT]?: boolean; [ENDED_FOR]?: TerminationReason };
+type Cut = { [CUT]?: boolean };
 const ignore = (): void => {};
 /**
  * maxConcurrentStreams: Node advertises no limit by default; streams past this one
@@ -436,7 +434,7 @@ export class ProxyListener {
       stream.once('close', () => open--);
       this.onStream(conn, onClientReset, stream, headers, rawHeaders);
     });
-    this.tellWhyEnded(session, () => !session.pendingSettingsAck && open >= (session.localSettings.maxConcurrentStreams ?? Infinity));
+    const endedFor = this.tellWhyEnded(session, () => !session.pendingSettingsAck && open >= (session.localSettings.maxConcurrentStreams ?? Infinity));
     // Each PING and SETTINGS is owed an ACK: a client sending them faster than its
     // budget is cut before nghttp2's own limit, and told why.
     const pings = new ControlFrameBudget(CONTROL_FRAME_BUDGETS.ping, Date.now);
@@ -452,7 +450,7 @@ export class ProxyListener {
       // frames); a socket error is only the client going away.
       // A session already cut for a flood may hit nghttp2's limits while its GOAWAY is written: counted once.
       if (!err.code?.startsWith('ERR_HTTP2_') || err.code === NodeErrorCode.HTTP2_SESSION_ERROR || (session as Cut)[CUT]) return;
-      const reason = (session as Cut)[ENDED_FOR] ?? 'protocol_error';
+      const reason = endedFor() ?? 'protocol_error';
       this.ctx.faults.connectionTerminated(reason);
       if (reason !== 'protocol_error') this.ctx.log.warn('client connection cut by the HTTP/2 layer', { reason, peer: conn.peer });
       else this.ctx.log.debug('client connection ended by the HTTP/2 layer', { error: err.message, code: err.code, errno: err.errno, peer: conn.peer });
@@ -486,23 +484,30 @@ export class ProxyListener {
   /**
    * Node ends a session nghttp2 gave up on through the session's public destroy(error),
    * with GOAWAY INTERNAL_ERROR unless given a code: the session's own destroy passes
-   * the code that says why (GOAWAY_FOR), and notes the reason it is counted under.
+   * the code that says why (GOAWAY_FOR), and notes the reason it is counted under,
+   * which it returns.
+   *
+   * Node gives no hook for this but the method itself: its HTTP/2 core calls the
+   * session's destroy(error) from nghttp2's error callback (onSessionInternalError in
+   * lib/internal/http2/core.js, with ERR_HTTP2_ERROR or ERR_HTTP2_TOO_MANY_INVALID_FRAMES),
+   * and that call writes the GOAWAY; the session's 'error' event comes a tick later,
+   * once it has gone, and no event, option or subclass comes before. So this session's
+   * destroy is wrapped, and calls Node's with the code added. The codes clients are
+   * told are checked by test/reliability/h2-abuse.test.ts on the terminating plane
+   * (floods, stream_limit) and test/conformance/h2-conformance.test.ts (frame errors).
    */
-  private tellWhyEnded(session: http2.ServerHttp2Session, atStreamLimit: () => boolean): void {
+  private tellWhyEnded(session: http2.ServerHttp2Session, atStreamLimit: () => boolean): () => TerminationReason | undefined {
+    let endedFor: TerminationReason | undefined;
     const destroy = session.destroy.bind(session);
     session.destroy = (err?: Error & { code?: string; errno?: number }, code?: number): void => {
       if (code === undefined && !session.destroyed && (err?.code === NodeErrorCode.HTTP2_ERROR || err?.code === NodeErrorCode.HTTP2_TOO_MANY_INVALID_FRAMES)) {
-        const reason =
-          err.code === NodeErrorCode.HTTP2_TOO_MANY_INVALID_FRAMES ? 'empty_frame_flood' : err.errno === undefined ? undefined : (NGHTTP2_SESSION_ERRORS.get(err.errno) ?? (err.errno === NGHTTP2_ERR_PROTO && atStreamLimit() ? 'stream_limit' : undefined));
-        if (reason) {
-          (session as Cut)[ENDED_FOR] = reason;
-          code = GOAWAY_FOR[reason];
-        }
-        if (code === undefined && err.errno !== undefined) code = GOAWAY_FOR_NGHTTP2_ERROR.get(err.errno);
+        endedFor = err.code === NodeErrorCode.HTTP2_TOO_MANY_INVALID_FRAMES ? 'empty_frame_flood' : err.errno === undefined ? undefined : (NGHTTP2_SESSION_ERRORS.get(err.errno) ?? (err.errno === NGHTTP2_ERR_PROTO && atStreamLimit() ? 'stream_limit' : undefined));
+        code = (endedFor && GOAWAY_FOR[endedFor]) ?? (err.errno === undefined ? undefined : GOAWAY_FOR_NGHTTP2_ERROR.get(err.errno));
         if (code !== undefined) this.ctx.observer.goaway('proxy', code);
       }
       destroy(err, code);
     };
+    return () => endedFor;
   }
 
   private goaway(session: http2.Http2Session): void {

@@ -3,16 +3,15 @@
 // responses pass through, and a connection closed mid-call on either side is
 // closed on the other.
 import http from 'node:http';
-import type net from 'node:net';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import type { Inbound } from './inbound.ts';
-import { H1AgentPool } from './h1-agent-pool.ts';
+import type { H1Call } from './h1-agent-pool.ts';
+import { countUpstreamSocket, type UpstreamSocketState } from './h1-upstream-socket.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
-import { nodeHttps } from '../builtins.ts';
 import { ErrorCode } from '../core/errors.ts';
 import { abandonH1, CallGuard } from './call-guard.ts';
 
@@ -54,10 +53,11 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     return reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
   }
 
-  let upstreamOpened = false;
   let upstreamLength: string | undefined;
-  /** The upstream request, once there is one. */
-  const sent: { req?: http.ClientRequest } = {};
+  /** The upstream call, waiting at its endpoint's gate or sent. */
+  const sent: { req?: H1Call } = {};
+  /** Whether the upstream request reached a connected socket, once it is sent. */
+  let socketState: UpstreamSocketState = { opened: false };
   // Every event callback of this call runs through the guard: a throw ends this call only.
   const guard = new CallGuard(ctx.faults, 'forward_h1', () => {
     sent.req?.destroy();
@@ -82,41 +82,7 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
   const codings = req.headers['transfer-encoding'];
   if (codings !== undefined && req.headers['content-length'] === undefined) headers.push('Transfer-Encoding', codings);
 
-  const upstreamReq = (target.tls ? nodeHttps() : http).request({
-    host: target.host,
-    port: target.port,
-    method,
-    path: url,
-    headers,
-    agent: ctx.h1.get(target),
-    setHost: false,
-    ...(target.tls ? { servername: target.host } : {}),
-  });
-  call.sent(target.authority);
-  sent.req = upstreamReq;
-  upstreamReq.on('socket', guard.wrap((socket: net.Socket) => {
-    const upConn = H1AgentPool.connectionOf(socket);
-    if (!upConn) return;
-    const counted = (): void => {
-      upstreamOpened = true;
-      upConn.calls++;
-      upConn.active++;
-      upstreamReq.once('close', () => upConn.active--);
-    };
-    // A reused keep-alive socket is already connected; a new one is not yet, and
-    // the request reaches the upstream only once it is.
-    if (socket.readyState === 'open' && !socket.connecting) counted();
-    else
-      socket.once(target.tls ? 'secureConnect' : 'connect', guard.wrap(() => {
-        record.upstreamStartTime = now();
-        counted();
-      }));
-  }));
-
-  req.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
-  req.pipe(upstreamReq);
-
-  upstreamReq.on('response', guard.wrap((upRes: http.IncomingMessage) => {
+  const onResponse = guard.wrap((upRes: http.IncomingMessage) => {
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
@@ -143,9 +109,9 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
       endUpstreamLost();
     }));
     upRes.on('error', () => {});
-  }));
+  });
 
-  upstreamReq.on('error', guard.wrap((err: Error & { code?: string }) => {
+  const onUpstreamError = guard.wrap((err: Error & { code?: string }) => {
     if (record.deadlineEnforced || guard.abandoned) return;
     if (res.headersSent) return endUpstreamLost();
     if (err.code === ErrorCode.KEEPALIVE_TIMEOUT) {
@@ -157,17 +123,38 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
       record.upstreamBusy = true;
       return reply(GrpcCode.UNAVAILABLE, err.message);
     }
-    if (err.code?.startsWith('HPE_') && upstreamOpened) {
+    if (err.code?.startsWith('HPE_') && socketState.opened) {
       // The answer did not parse as HTTP/1.x: an HTTP/2-only app. This call is
       // answered UNAVAILABLE (safe to retry), the next ones are translated.
       ctx.protocols.notHttp1(target);
       return reply(GrpcCode.UNAVAILABLE, 'the upstream does not speak HTTP/1.1; the next calls go over HTTP/2');
     }
-    if (!upstreamOpened) record.upstreamUnreachable = true;
+    if (!socketState.opened) record.upstreamUnreachable = true;
     // Connected, then closed without an answer: perhaps no longer the server it was.
     else ctx.protocols.forget(target);
-    reply(upstreamOpened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${upstreamOpened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
-  }));
+    reply(socketState.opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${socketState.opened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
+  });
+
+  // The request is made once the endpoint's gate lets the call through; until then the caller's body waits unread.
+  sent.req = ctx.h1.request(target, {
+    host: target.host,
+    port: target.port,
+    method,
+    path: url,
+    headers,
+    setHost: false,
+    ...(target.tls ? { servername: target.host } : {}),
+  }, {
+    sent: (upstreamReq) => {
+      socketState = countUpstreamSocket(upstreamReq, target, record);
+      upstreamReq.on('response', onResponse);
+      upstreamReq.on('error', onUpstreamError);
+      req.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
+      req.pipe(upstreamReq);
+    },
+    failed: onUpstreamError,
+  });
+  call.sent(target.authority);
 
   /**
    * gRPC-Web and Connect streams stopped between frames end with their protocol's
@@ -187,12 +174,12 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
 
   res.on('close', guard.wrap(() => {
     if (res.writableFinished) return call.end(closedBy && { side: closedBy, code: CONNECTION_CLOSED });
-    upstreamReq.destroy();
+    sent.req?.destroy();
     call.end({ side: closedBy ?? 'client', code: CONNECTION_CLOSED });
   }));
 
   call.enforceDeadline(guard.wrap(() => {
-    upstreamReq.destroy();
+    sent.req?.destroy();
     if (!res.headersSent) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
     closedBy = 'proxy';
     res.destroy();

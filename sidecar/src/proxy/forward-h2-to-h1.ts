@@ -13,12 +13,12 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
-import { countUpstreamSocket } from './h1-upstream-socket.ts';
+import type { H1Call } from './h1-agent-pool.ts';
+import { countUpstreamSocket, type UpstreamSocketState } from './h1-upstream-socket.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import type { Inbound } from './inbound.ts';
 import { replyOnH2, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
-import { nodeHttps } from '../builtins.ts';
 import { ErrorCode } from '../core/errors.ts';
 import { abandonH2, CallGuard } from './call-guard.ts';
 import { headerText } from '../protocol/header-text.ts';
@@ -51,8 +51,10 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
   let responded = false;
   let responseDone = false;
   let closedBy: CallReset | undefined;
-  /** The upstream request, once there is one. */
-  const sent: { req?: http.ClientRequest } = {};
+  /** The upstream call, waiting at its endpoint's gate or sent. */
+  const sent: { req?: H1Call } = {};
+  /** Whether the upstream request reached a connected socket, once it is sent. */
+  let socketState: UpstreamSocketState = { opened: false };
 
   // Every event callback of this call runs through the guard: a throw ends this call only.
   const guard = new CallGuard(ctx.faults, 'forward_h2', () => {
@@ -85,34 +87,7 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     return reply(GrpcCode.UNAVAILABLE, GRPC_NEEDS_H2);
   }
 
-  const req = (target.tls ? nodeHttps() : http).request({
-    host: target.host,
-    port: target.port,
-    method,
-    path,
-    headers: h1RequestHeaders(headers, inbound.rawHeaders, target, call.traceparent, !stream.endAfterHeaders),
-    agent: ctx.h1.get(target),
-    setHost: false,
-    ...(target.tls && !net.isIP(target.host) ? { servername: target.host } : {}),
-  });
-  sent.req = req;
-  call.sent(target.authority);
-  const socketState = countUpstreamSocket(req, target, record);
-
-  call.enforceDeadline(guard.wrap(() => {
-    req.destroy();
-    if (!responded) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
-    closedBy = { side: 'proxy', code: Http2Error.CANCEL };
-    stream.close(Http2Error.CANCEL);
-  }));
-
-  if (stream.endAfterHeaders) req.end();
-  else {
-    stream.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
-    stream.pipe(req);
-  }
-
-  req.on('response', guard.wrap((upRes: http.IncomingMessage) => {
+  const onResponse = guard.wrap((upRes: http.IncomingMessage) => {
     record.upstreamHeadersTime = now();
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
@@ -124,7 +99,7 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
       stream.respond({ ':status': status, ...out }, bodiless ? NO_BODY : WITH_TRAILERS);
     } catch (err) {
       // A header HTTP/1.1 lets through and HTTP/2 refuses (a second content-type, say).
-      req.destroy();
+      sent.req?.destroy();
       upRes.resume();
       return reply(GrpcCode.INTERNAL, `the upstream's response cannot be sent over HTTP/2: ${(err as { code?: string }).code ?? (err as Error).message}`);
     }
@@ -152,9 +127,9 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
       stream.close(Http2Error.INTERNAL_ERROR);
     }));
     upRes.on('error', () => {});
-  }));
+  });
 
-  req.on('error', guard.wrap((err: Error & { code?: string }) => {
+  const onUpstreamError = guard.wrap((err: Error & { code?: string }) => {
     if (record.deadlineEnforced || stream.destroyed || guard.abandoned) return;
     if (responded) {
       closedBy ??= { side: 'upstream', code: CONNECTION_CLOSED };
@@ -175,5 +150,36 @@ export function forwardH2ToH1(ctx: ProxyContext, inbound: Inbound, stream: http2
     // Connected, then closed without an answer: perhaps no longer the server it was.
     else ctx.protocols.forget(target);
     reply(opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${opened ? 'closed the connection' : 'unavailable'}: ${err.code ?? err.message}`);
+  });
+
+  // The request is made once the endpoint's gate lets the call through; until then the stream's body waits unread.
+  sent.req = ctx.h1.request(target, {
+    host: target.host,
+    port: target.port,
+    method,
+    path,
+    headers: h1RequestHeaders(headers, inbound.rawHeaders, target, call.traceparent, !stream.endAfterHeaders),
+    setHost: false,
+    ...(target.tls && !net.isIP(target.host) ? { servername: target.host } : {}),
+  }, {
+    sent: (req) => {
+      socketState = countUpstreamSocket(req, target, record);
+      req.on('response', onResponse);
+      req.on('error', onUpstreamError);
+      if (stream.endAfterHeaders) req.end();
+      else {
+        stream.on('data', guard.wrap((chunk: Buffer) => tap.requestData(chunk)));
+        stream.pipe(req);
+      }
+    },
+    failed: onUpstreamError,
+  });
+  call.sent(target.authority);
+
+  call.enforceDeadline(guard.wrap(() => {
+    sent.req?.destroy();
+    if (!responded) return reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    closedBy = { side: 'proxy', code: Http2Error.CANCEL };
+    stream.close(Http2Error.CANCEL);
   }));
 }

@@ -1,9 +1,9 @@
 // HTTP/1.1 keep-alive agents toward upstreams, one per upstream address, with
 // each socket they open reported as an upstream connection.
 //
-// Each endpoint's calls pass a gate first, as Envoy's circuit breakers
-// (max_connections 1024, max_pending_requests 1024) and undici's `connections`
-// limit do: a call starts at once on a free keep-alive socket, or on a new
+// Each endpoint's calls pass a gate before their request is made (request()),
+// as Envoy's circuit breakers (max_connections 1024, max_pending_requests 1024)
+// and undici's `connections` limit do: a call starts at once on a free keep-alive socket, or on a new
 // connection while fewer than --upstream-max-connecting are being made and fewer
 // than --upstream-max-connections calls are in flight; otherwise it waits, in
 // order, for a socket to come free or a connection to be made. A burst of 1,000
@@ -22,8 +22,8 @@ import { nodeHttps } from '../builtins.ts';
 import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
 import type { H1Liveness } from './h1-liveness.ts';
 
-const UPSTREAM_CONN = Symbol('rpcscope.upstreamConnection');
-type TrackedSocket = Socket & { [UPSTREAM_CONN]?: ConnectionRecord };
+/** The upstream connection record of each socket the agents open, kept beside the socket rather than on it. */
+const upstreamConnections = new WeakMap<Socket, ConnectionRecord>();
 
 export interface H1Limits {
   /** Calls in flight (one per connection) per endpoint, --upstream-max-connections. */
@@ -40,35 +40,36 @@ export interface H1Limits {
 
 const DEFAULT_LIMITS: H1Limits = { maxConnections: 1024, maxConnecting: 128, maxPending: 1024, onQueueFull: () => {} };
 
-/**
- * What http.request() hands every request to: ClientRequest calls its agent's
- * addRequest (the extension point agent-base and the proxy agents build on).
- */
-type AddRequest = (req: http.ClientRequest, options: http.RequestOptions) => void;
-
 /** The error a call past the queue fails with; the forwarder answers it UNAVAILABLE (503), and the endpoint stays in rotation. */
 function queueFull(authority: string, limits: H1Limits): RpcscopeError {
   return new RpcscopeError(ErrorCode.QUEUE_FULL, `${limits.maxConnections} connections to ${authority} busy and ${limits.maxPending} calls waiting (--upstream-max-pending)`);
 }
 
-/**
- * Ends a request that never reached the agent. ClientRequest.destroy() is documented
- * to emit 'error' (given one) and 'close', but emits them only through a socket, and
- * such a request has none: they are emitted here, after the caller has listened.
- */
-function gone(req: http.ClientRequest, err?: Error): void {
-  req.destroy(err);
-  process.nextTick(() => {
-    if (err) req.emit('error', err);
-    req.emit('close');
-  });
+/** A call to an endpoint, waiting at its gate or sent. */
+export interface H1Call {
+  /** The caller went away: a waiting call leaves the queue, a sent one's request is destroyed. */
+  destroy(): void;
+}
+
+export interface H1CallHandlers {
+  /** The call passed the gate: its request, made now, for the caller to write and listen to. */
+  sent(req: http.ClientRequest): void;
+  /** It never will (its queue was full, QUEUE_FULL, or its endpoint left while it waited); on a later tick. */
+  failed(err: Error): void;
+}
+
+/** A call at the gate: started when admitted, or failed. */
+interface Waiting {
+  readonly cancelled: boolean;
+  start(): void;
+  fail(err: Error): void;
 }
 
 /** One endpoint's gate: calls in flight, connections being made, and the calls waiting, in order. */
 class EndpointGate {
   inFlight = 0;
   connecting = 0;
-  private readonly waiting: { req: http.ClientRequest; start: () => void }[] = [];
+  private readonly waiting: Waiting[] = [];
   private head = 0;
 
   constructor(private readonly agent: http.Agent, private readonly limits: H1Limits) {}
@@ -83,22 +84,20 @@ class EndpointGate {
   }
 
   /** Starts the call now, queues it, or (queue full) returns false. */
-  admit(req: http.ClientRequest, start: () => void): boolean {
+  admit(call: Waiting): boolean {
     if (this.head === this.waiting.length && this.canStart()) {
-      start();
+      call.start();
       return true;
     }
     if (this.waiting.length - this.head >= this.limits.maxPending) {
       // Calls whose callers went away hold no place: they are let go before anyone is refused.
-      this.drain();
-      const live = this.waiting.filter((w, i) => i >= this.head && !w.req.destroyed);
-      for (const w of this.waiting.slice(this.head)) if (w.req.destroyed) gone(w.req);
+      const live = this.waiting.filter((w, i) => i >= this.head && !w.cancelled);
       this.waiting.length = 0;
       this.head = 0;
       this.waiting.push(...live);
       if (live.length >= this.limits.maxPending) return false;
     }
-    this.waiting.push({ req, start });
+    this.waiting.push(call);
     return true;
   }
 
@@ -107,7 +106,7 @@ class EndpointGate {
     const left = this.waiting.slice(this.head);
     this.waiting.length = 0;
     this.head = 0;
-    for (const w of left) gone(w.req, w.req.destroyed ? undefined : new Error(`upstream endpoint ${authority} left before a connection was free`));
+    for (const w of left) if (!w.cancelled) w.fail(new Error(`upstream endpoint ${authority} left before a connection was free`));
   }
 
   /** A socket came free, a connection was made or failed, or a call ended: start whoever waits and now can. */
@@ -115,10 +114,16 @@ class EndpointGate {
     while (this.head < this.waiting.length) {
       const next = this.waiting[this.head]!;
       // A call whose caller went away while it waited is dropped, never started.
-      if (next.req.destroyed) gone(next.req);
-      else if (!this.canStart()) break;
-      else next.start();
+      if (!next.cancelled && !this.canStart()) break;
       this.waiting[this.head++] = undefined as never;
+      if (next.cancelled) continue;
+      // Started from a socket's or the agent's event: a request Node refuses (a header it
+      // will not write) fails that call, not the event's emitter.
+      try {
+        next.start();
+      } catch (err) {
+        next.fail(err as Error);
+      }
     }
     if (this.head === this.waiting.length) {
       this.waiting.length = 0;
@@ -154,53 +159,82 @@ export class H1AgentPool {
     this.ca = ca;
   }
 
-  get(target: UpstreamUrl): http.Agent {
-    let agent = this.agents.get(target.href);
-    if (!agent) {
-      // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
-      // timeout: the agent closes a socket idle that long (or for the app's `Keep-Alive: timeout=`, if
-      // shorter), so no call is written onto a connection the app is closing at that very moment.
-      // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
-      const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
-      agent = target.tls ? new (nodeHttps().Agent)({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
-      const gate = new EndpointGate(agent, this.limits);
-      this.gates.set(target.href, gate);
-      const create = agent.createConnection.bind(agent);
-      agent.createConnection = (options, cb) => {
-        const socket = create({ ...options, timeout: this.connectTimeoutMs }, cb) as TrackedSocket;
-        this.track(socket, target, gate);
-        return socket;
-      };
-      const addRequest = (agent as unknown as { addRequest: AddRequest }).addRequest.bind(agent);
-      (agent as unknown as { addRequest: AddRequest }).addRequest = (req, options) => {
-        const start = (): void => {
-          gate.inFlight++;
-          req.once('close', () => {
-            gate.inFlight--;
-            gate.drain();
-          });
-          addRequest(req, options);
-        };
-        if (gate.admit(req, start)) return;
-        this.limits.onQueueFull();
-        gone(req, queueFull(target.authority, this.limits));
-      };
-      // After the agent's own 'free' listener has put the socket back among the free ones.
-      agent.on('free', () => gate.drain());
-      this.agents.set(target.href, agent);
-      this.limits.liveness?.watch(target, agent, () => gate.inFlight > 0);
+  /**
+   * Sends a call to the endpoint once its gate admits it: `http.request()` is made only then,
+   * with the endpoint's agent, so the agent never holds a call the gate has not let through.
+   */
+  request(target: UpstreamUrl, options: http.RequestOptions, handlers: H1CallHandlers): H1Call {
+    const { agent, gate } = this.endpoint(target);
+    let cancelled = false;
+    let req: http.ClientRequest | undefined;
+    const call: Waiting = {
+      get cancelled() {
+        return cancelled;
+      },
+      start: () => {
+        req = (target.tls ? nodeHttps() : http).request({ ...options, agent });
+        gate.inFlight++;
+        req.once('close', () => {
+          gate.inFlight--;
+          gate.drain();
+        });
+        handlers.sent(req);
+      },
+      fail: (err) => {
+        req?.destroy();
+        process.nextTick(() => {
+          if (!cancelled) handlers.failed(err);
+        });
+      },
+    };
+    if (!gate.admit(call)) {
+      this.limits.onQueueFull();
+      call.fail(queueFull(target.authority, this.limits));
     }
-    return agent;
+    return {
+      destroy: () => {
+        cancelled = true;
+        req?.destroy();
+      },
+    };
+  }
+
+  /** The endpoint's agent and gate, made on its first call. */
+  private endpoint(target: UpstreamUrl): { agent: http.Agent; gate: EndpointGate } {
+    const known = this.agents.get(target.href);
+    const knownGate = this.gates.get(target.href);
+    if (known && knownGate) return { agent: known, gate: knownGate };
+    // noDelay: an answer written as head then body would otherwise wait for the peer's delayed ACK (~40 ms).
+    // timeout: the agent closes a socket idle that long (or for the app's `Keep-Alive: timeout=`, if
+    // shorter), so no call is written onto a connection the app is closing at that very moment.
+    // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
+    const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
+    const agent = target.tls ? new (nodeHttps().Agent)({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
+    const gate = new EndpointGate(agent, this.limits);
+    // createConnection is the method Node documents for custom agents to override: each
+    // socket gets the connect timeout and is tracked as an upstream connection.
+    const create = agent.createConnection.bind(agent);
+    agent.createConnection = (options, cb) => {
+      const socket = create({ ...options, timeout: this.connectTimeoutMs }, cb) as Socket;
+      this.track(socket, target, gate);
+      return socket;
+    };
+    // After the agent's own 'free' listener has put the socket back among the free ones.
+    agent.on('free', () => gate.drain());
+    this.agents.set(target.href, agent);
+    this.gates.set(target.href, gate);
+    this.limits.liveness?.watch(target, agent, () => gate.inFlight > 0);
+    return { agent, gate };
   }
 
   /** The upstream connection record of the socket a request went out on. */
   static connectionOf(socket: Socket | null | undefined): ConnectionRecord | undefined {
-    return (socket as TrackedSocket | null | undefined)?.[UPSTREAM_CONN];
+    return socket ? upstreamConnections.get(socket) : undefined;
   }
 
-  private track(socket: TrackedSocket, target: UpstreamUrl, gate: EndpointGate): void {
+  private track(socket: Socket, target: UpstreamUrl, gate: EndpointGate): void {
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
-    socket[UPSTREAM_CONN] = conn;
+    upstreamConnections.set(socket, conn);
     let opened = false;
     gate.connecting++;
     let connecting = true;
