@@ -19,6 +19,7 @@ import { RULES_FILE } from '../support/recorded-stack.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 import { GRPC_BODY, WorkloadClient, startWorkloadUpstream, workloadMethod, type WorkloadUpstream } from '../support/workload-upstream.ts';
 import { REPO_ROOT, loadContract } from './metrics-contract.ts';
+import { diagnose, type DiagnoseRun } from '../cli/scripted-fleet.ts';
 import { dashboardExpressions, metricNames, substitute, type LabelledExpr } from './promql.ts';
 
 const NATIVE = loadContract().nativeHistograms;
@@ -168,6 +169,21 @@ describe('dashboards, panel queries and rules over classic and native histograms
     const [nv, cv] = [Number(n[0]?.value[1]), Number(c[0]?.value[1])];
     assert.ok(Math.abs(nv - 0.25) < 0.05, `native ${nv}`);
     assert.ok(Math.abs(nv - cv) < 1e-9, `native ${nv}, classic ${cv}`);
+  });
+
+  it('rpcscope diagnose finds the same deadline misses from either form, and reads the latency of both', async () => {
+    const [n, c] = await Promise.all([native, classic].map((p) => diagnose(p, ['--namespace', TARGET_LABELS.namespace, '--since', '10m'])));
+    const misses = (run: DiagnoseRun) => run.report.findings.find((f) => f.kind === 'deadline_misses')?.figures.rows as Array<{ method: string; carried_deadline: number; missed: number; ratio: number }> | undefined;
+    const [nm, cm] = [misses(n!), misses(c!)];
+    assert.ok(cm !== undefined && nm !== undefined, `findings: native ${n!.report.findings.map((f) => f.kind)}, classic ${c!.report.findings.map((f) => f.kind)}`);
+    assert.deepEqual(nm.map((r) => r.method), [workloadMethod(DEADLINE)]);
+    assert.deepEqual(cm.map((r) => r.method), [workloadMethod(DEADLINE)]);
+    // Classic counts are exact; native ones come from increase(), extrapolated by the same factor for the whole histogram.
+    assert.ok(Math.abs(cm[0]!.ratio - 0.25) < 0.05 && Math.abs(nm[0]!.ratio - cm[0]!.ratio) < 0.02, `ratio native ${nm[0]!.ratio}, classic ${cm[0]!.ratio}`);
+    // Each finding names the queries it read: the latency and ratio queries carry both forms.
+    const queries = n!.report.findings.flatMap((f) => f.queries).join('\n');
+    assert.match(queries, /histogram_fraction\(-Inf, 1, sum by/u);
+    assert.deepEqual(n!.report.findings.map((f) => f.kind).sort(), c!.report.findings.map((f) => f.kind).sort());
   });
 
   it('a misspelt native or classic half of a query comes back empty where only that form is held', async () => {

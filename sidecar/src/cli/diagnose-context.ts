@@ -81,9 +81,36 @@ export class DiagnoseContext {
     return `sum by (${by}) ((${end} - ${start} >= 0) or ((${end} unless ${start}) + 0) or increase(${metric}${this.sel(extra)}${this.range(w)}))`;
   }
 
+  /**
+   * A histogram over the window, per `by`, in whichever form Prometheus holds
+   * it: `classic` from its `_bucket`/`_count` series (exact counts, as
+   * increase() above), `or` the same from the native histogram (a sidecar run
+   * with --histograms native scraped with native histograms on), which has no
+   * such series; for any one sidecar only one half answers.
+   */
+  private eitherForm(classic: string, native: (h: string) => string, histogram: string, extra: string, by: string, w: Window): string {
+    return `(${classic}) or (${native(`sum by (${by}) (increase(${histogram}${this.sel(extra)}${this.range(w)}))`)})`;
+  }
+
   /** The q-quantile of a histogram over the window, per `by`. */
   quantile(q: number, histogram: string, extra: string, by: string, w: Window = this.settings.since): string {
-    return `histogram_quantile(${q}, ${this.increase(`${histogram}_bucket`, extra, `le, ${by}`, w)})`;
+    const classic = `histogram_quantile(${q}, ${this.increase(`${histogram}_bucket`, extra, `le, ${by}`, w)})`;
+    return this.eitherForm(classic, (h) => `histogram_quantile(${q}, ${h})`, histogram, extra, by, w);
+  }
+
+  /** How many observations a histogram took over the window, per `by`. */
+  observations(histogram: string, extra: string, by: string, w: Window = this.settings.since): string {
+    return this.eitherForm(this.increase(`${histogram}_count`, extra, by, w), (h) => `histogram_count(${h})`, histogram, extra, by, w);
+  }
+
+  /**
+   * How many of them were at most 1 (a ratio histogram's "within"), per `by`.
+   * 1 is a bucket bound of the classic buckets and of every native schema, so
+   * either form counts it exactly.
+   */
+  observationsAtMostOne(histogram: string, extra: string, by: string, w: Window = this.settings.since): string {
+    const classicExtra = [extra, 'le=~"1|1.0"'].filter((m) => m !== '').join(',');
+    return this.eitherForm(this.increase(`${histogram}_bucket`, classicExtra, by, w), (h) => `histogram_count(${h}) * histogram_fraction(-Inf, 1, ${h})`, histogram, extra, by, w);
   }
 
   query(expr: string): Promise<Sample[]> {

@@ -80,8 +80,8 @@ export async function withoutDeadline(ctx: DiagnoseContext): Promise<Finding[]> 
 export async function deadlineMisses(ctx: DiagnoseContext): Promise<Finding[]> {
   const by = 'namespace, service, protocol, method';
   const missesQuery = ctx.increase('rpcscope_deadline_exceeded_total', 'direction="inbound"', `${by}, detected_by`);
-  const carriedQuery = ctx.increase('rpcscope_deadline_used_ratio_count', 'direction="inbound"', by);
-  const inTimeQuery = ctx.increase('rpcscope_deadline_used_ratio_bucket', 'direction="inbound",le=~"1|1.0"', by);
+  const carriedQuery = ctx.observations('rpcscope_deadline_used_ratio', 'direction="inbound"', by);
+  const inTimeQuery = ctx.observationsAtMostOne('rpcscope_deadline_used_ratio', 'direction="inbound"', by);
   const [misses, carried, inTime] = await Promise.all([ctx.query(missesQuery), ctx.query(carriedQuery), ctx.query(inTimeQuery)]);
   const key4 = (l: Record<string, string>): string => [l.namespace, l.service, l.protocol, l.method].join('\u0000');
   const inTimeBy = new Map(inTime.map((s) => [key4(s.labels), s.value]));
@@ -127,8 +127,8 @@ export async function budgetsUnderP99(ctx: DiagnoseContext): Promise<Finding[]> 
   const usedQuery = ctx.quantile(0.99, 'rpcscope_deadline_used_ratio', 'direction="inbound"', by);
   const budgetQuery = ctx.quantile(0.5, 'rpcscope_deadline_requested_seconds', 'direction="inbound"', by);
   const p99Query = ctx.quantile(0.99, 'rpcscope_call_duration_seconds', 'direction="inbound"', by);
-  const countQuery = ctx.increase('rpcscope_deadline_used_ratio_count', 'direction="inbound"', by);
-  const inTimeQuery = ctx.increase('rpcscope_deadline_used_ratio_bucket', 'direction="inbound",le=~"1|1.0"', by);
+  const countQuery = ctx.observations('rpcscope_deadline_used_ratio', 'direction="inbound"', by);
+  const inTimeQuery = ctx.observationsAtMostOne('rpcscope_deadline_used_ratio', 'direction="inbound"', by);
   const [used, budgets, p99s, counts, inTime] = await Promise.all([ctx.query(usedQuery), ctx.query(budgetQuery), ctx.query(p99Query), ctx.query(countQuery), ctx.query(inTimeQuery)]);
   const key4 = (l: Record<string, string>): string => [l.namespace, l.service, l.protocol, l.method].join('\u0000');
   const budgetBy = new Map(budgets.map((s) => [key4(s.labels), s.value]));
