@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createMetricsObserver } from '../../sidecar/src/observe/metrics-observer.ts';
-import type { MetricsDetail } from '../../sidecar/src/observe/metrics-detail.ts';
+import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
 import { workloadCalls } from '../../sidecar/test/observe/series-workload.ts';
 import { PROMETHEUS_BIN, freePort, type PromSample } from '../support/prometheus.ts';
 

@@ -22,7 +22,7 @@ import type { Faults } from './faults.ts';
 import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
 import { decideCodeNumber } from './call-outcome.ts';
 import { DETAIL_LEVELS } from './metrics-detail.ts';
-import type { MetricsDetail } from './metrics-detail.ts';
+import type { MetricsDetail } from '../config/schema.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';

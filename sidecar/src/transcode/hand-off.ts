@@ -16,7 +16,7 @@ import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
 import { transcodeRest } from './rest-transcoder.ts';
 import { Shadow } from './shadow.ts';
 import { RehearsalSplit } from './rehearsal-split.ts';
-import type { TranscodeTable } from './transcode-table.ts';
+import type { TranscodeTable } from '../route/transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
 
 export class Translating implements TranslatingStage {

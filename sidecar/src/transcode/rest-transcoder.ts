@@ -14,7 +14,7 @@ import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
 import { requestMetadata, responseMetadata, startGrpcCall, type GrpcEnd } from './grpc-upstream-call.ts';
 import { restRequestMessage, restResponseJson } from './rest-request.ts';
 import { rpcStatusJson } from './rpc-status-json.ts';
-import type { Matched, TranscodeTable } from './transcode-table.ts';
+import type { Matched, TranscodeTable } from '../route/transcode-table.ts';
 import type { TranscodeMetrics } from './transcode-metrics.ts';
 import { ErrorCode, errorCode, hasCode } from '../core/errors.ts';
 

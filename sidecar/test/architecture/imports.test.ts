@@ -31,10 +31,7 @@ const LAYERS: readonly (readonly string[])[] = [
 ];
 
 /** Imports up a layer that are known, each with why it is still there. */
-const BENDS: ReadonlyMap<string, string> = new Map([
-  ['config/load.ts -> observe/metrics-detail.ts', 'the --metrics-detail value is defined with the buckets it selects; it belongs in config/'],
-  ['config/start-files.ts -> transcode/transcode-table.ts', 'the transcode table is read at start, as a settings file; its reader belongs below config/'],
-]);
+const BENDS: ReadonlyMap<string, string> = new Map<string, string>([]);
 
 /** Every .ts file under src, as a path relative to it. */
 function sources(dir = SRC): string[] {

@@ -6,7 +6,7 @@
 // timer, never on a call. Prints figures; asserts nothing.
 //   node --import tsx sidecar/test/observe/otlp-export.bench.ts
 import { performance } from 'node:perf_hooks';
-import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
+import { METRICS_DETAILS } from '../../src/config/schema.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import { encodeJson, encodeProtobuf, type ExportMetricsServiceRequest } from '../../src/observe/otlp-metrics-encoding.ts';
 import { OtlpMetricsReader } from '../../src/observe/otlp-metrics-reader.ts';

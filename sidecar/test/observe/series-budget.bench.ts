@@ -7,7 +7,7 @@
 //   node --import tsx sidecar/test/observe/series-budget.bench.ts
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import type { MetricsObserver } from '../../src/observe/metrics-observer.ts';
-import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
+import { METRICS_DETAILS } from '../../src/config/schema.ts';
 import { exposedFamilies } from './exposition-size.ts';
 import { scrape, scrapeBytes } from './scrape.ts';
 import { workloadCalls } from './series-workload.ts';
