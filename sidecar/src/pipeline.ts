@@ -30,9 +30,9 @@ import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './balancer/up
 import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
-import { Faults } from './observe/faults.ts';
+import { Faults } from './call/faults.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
-import { composeObservers, type Observer } from './observe/observer.ts';
+import { composeObservers, type Observer } from './call/observer.ts';
 import type { ProxyContext } from './proxy/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
 import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
@@ -119,7 +119,7 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
 
 // ── route ───────────────────────────────────────────────────────────────────
 // Each call's route (its `method` and `operation` labels, its shape) is resolved
-// once as it starts, on either data plane (proxy/call.ts), with the router of the
+// once as it starts, on either data plane (call/call.ts), with the router of the
 // routes, operations and .proto files; metrics, span names and the access log
 // read it off the call record.
 function router(config: Config, observation: Observation): Router {

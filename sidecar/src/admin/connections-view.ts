@@ -4,7 +4,7 @@
 // with most of the share is the sticky-HTTP/2 signature.
 import type http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { noopObserver, type ConnectionRecord, type Observer } from '../observe/observer.ts';
+import { noopObserver, type ConnectionRecord, type Observer } from '../call/observer.ts';
 import type { EndpointView } from '../balancer/upstreams.ts';
 
 export interface ConnectionsView {

@@ -17,10 +17,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SpanContext } from '@opentelemetry/api';
-import type { CallRecord } from './call-record.ts';
-import type { Faults } from './faults.ts';
-import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
-import { decideCodeNumber } from './call-outcome.ts';
+import type { CallRecord } from '../call/call-record.ts';
+import type { Faults } from '../call/faults.ts';
+import type { ConnectionRecord, GoawaySide, Observer } from '../call/observer.ts';
+import { decideCodeNumber } from '../call/call-outcome.ts';
 import { DETAIL_LEVELS } from './metrics-detail.ts';
 import type { MetricsDetail } from '../config/schema.ts';
 import { ProcessMetrics } from './process-metrics.ts';
@@ -249,7 +249,7 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   route(call: CallRecord): Route {
-    // Resolved as the call started (proxy/call.ts); records built elsewhere are resolved now.
+    // Resolved as the call started (call/call.ts); records built elsewhere are resolved now.
     return call.route ?? this.router.resolveCall(call);
   }
 

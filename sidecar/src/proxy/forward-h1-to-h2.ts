@@ -14,7 +14,7 @@ import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import type { PooledSession } from './h2-session-pool.ts';
 import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from './hop-by-hop.ts';
-import type { Inbound } from './inbound.ts';
+import type { Inbound } from '../call/inbound.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 import { abandonH1, CallGuard } from './call-guard.ts';

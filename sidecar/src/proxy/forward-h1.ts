@@ -8,7 +8,7 @@ import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
-import type { Inbound } from './inbound.ts';
+import type { Inbound } from '../call/inbound.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 import { filterRawHeaders } from './hop-by-hop.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';

@@ -15,7 +15,7 @@ import { now } from '../clock.ts';
 import type { ProxyContext } from './context.ts';
 import { countUpstreamSocket } from './h1-upstream-socket.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
-import type { Inbound } from './inbound.ts';
+import type { Inbound } from '../call/inbound.ts';
 import { replyOnH2, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import { GRPC_NEEDS_H2 } from './upstream-protocol.ts';
 import { nodeHttps } from '../builtins.ts';

@@ -14,7 +14,7 @@ import { Flag } from '../h2/frame-types.ts';
 import { now } from '../clock.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ProxyContext } from './context.ts';
-import type { Inbound } from './inbound.ts';
+import type { Inbound } from '../call/inbound.ts';
 import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
 import { replyOnH2, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
 import type { PooledSession } from './h2-session-pool.ts';

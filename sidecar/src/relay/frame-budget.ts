@@ -33,7 +33,7 @@
 // of the relay's frame parser, so a flood is cut before any of it is passed on.
 // Streams opened past the SETTINGS_MAX_CONCURRENT_STREAMS the client
 // acknowledged (the app's, relayed to it) are counted here too (`stream_limit`).
-import type { TerminationReason } from '../observe/faults.ts';
+import type { TerminationReason } from '../call/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { DEFAULT_MAX_HEADER_BLOCK, settingValue } from './frame-parser.ts';

@@ -6,7 +6,7 @@
 // upstream-writer.ts), header blocks of literals without indexing, so that the
 // client's table stays as the upstream left it.
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';

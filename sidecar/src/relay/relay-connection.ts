@@ -24,9 +24,9 @@
 // (local-endings.ts).
 import type net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import type { TerminationReason } from '../observe/faults.ts';
+import { CONNECTION_CLOSED } from '../call/call-record.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import type { TerminationReason } from '../call/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { now } from '../clock.ts';
 import type { ProxyContext } from '../proxy/context.ts';

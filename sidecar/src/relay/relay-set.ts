@@ -1,8 +1,8 @@
 // The relayed connections of one listener: where the listener hands an HTTP/2
 // connection when the relay applies, and what its drain and shutdown reach.
 import type net from 'node:net';
-import { noopTracing } from '../observe/call-tracing.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
+import { noopTracing } from '../call/call-tracing.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 

@@ -6,7 +6,7 @@
 // text/event-stream. Errors are google.rpc.Status JSON with the mapped HTTP
 // status; header and trailer metadata reach the caller as response headers.
 import { performance } from 'node:perf_hooks';
-import type { Call } from '../proxy/call.ts';
+import type { Call } from '../call/call.ts';
 import type { ProxyContext } from '../proxy/context.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';

@@ -18,6 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['h2'],
   ['route'],
   ['config'],
+  ['call'],
   ['observe'],
   ['balancer'],
   ['proxy'],

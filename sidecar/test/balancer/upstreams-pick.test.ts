@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { UpstreamUrl } from '../../src/config/parse-value.ts';
 import { createLogger } from '../../src/log.ts';
-import { newCallRecord, type CallRecord } from '../../src/observe/call-record.ts';
+import { newCallRecord, type CallRecord } from '../../src/call/call-record.ts';
 import { LeastRequestPicker } from '../../src/balancer/picker-least-request.ts';
 import type { EndpointAddress } from '../../src/balancer/resolver.ts';
 import { BalancedUpstreams, fixedUpstreams } from '../../src/balancer/upstreams.ts';

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/log.ts';
 import { createAccessLog } from '../../src/observe/access-log.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import { createObservation } from '../../src/observe/observation.ts';
-import { noopObserver } from '../../src/observe/observer.ts';
+import { noopObserver } from '../../src/call/observer.ts';
 import { startSidecar } from '../../src/pipeline.ts';
 import { h1Request } from '../support/http-clients.ts';
 import { endedCall } from './records.ts';

@@ -5,9 +5,9 @@
 //   node --import tsx sidecar/test/observe/observer.bench.ts
 import { performance } from 'node:perf_hooks';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
-import { composeObservers } from '../../src/observe/observer.ts';
+import { composeObservers } from '../../src/call/observer.ts';
 import { createTap } from '../../src/admin/tap.ts';
 import { CALL_DURATION_SECONDS, PAYLOAD_BYTES } from '../../src/observe/buckets.ts';
 import { OtlpMetricsReader } from '../../src/observe/otlp-metrics-reader.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createMetricsObserver, type MetricsObserver } from '../../src/observe/metrics-observer.ts';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { contractSamples, scrape } from './scrape.ts';
 import { workloadCalls } from './series-workload.ts';
 

@@ -12,7 +12,7 @@ import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { EventSource } from 'eventsource';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { noopTracing } from '../../src/observe/call-tracing.ts';
+import { noopTracing } from '../../src/call/call-tracing.ts';
 import { createMetricsObserver, type MetricsObserver } from '../../src/observe/metrics-observer.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 

@@ -12,9 +12,9 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { Faults } from '../../src/observe/faults.ts';
+import { Faults } from '../../src/call/faults.ts';
 import { createObservation } from '../../src/observe/observation.ts';
-import { noopObserver, type Observer } from '../../src/observe/observer.ts';
+import { noopObserver, type Observer } from '../../src/call/observer.ts';
 import { FORWARDERS, type Forwarders } from '../../src/proxy/forwarders.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 
