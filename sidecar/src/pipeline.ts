@@ -19,29 +19,29 @@ import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
 import { AdminAuth } from './admin/admin-auth.ts';
 import { createConnectionsView, type ConnectionsView } from './admin/connections-view.ts';
 import { createTap, type Tap } from './admin/tap.ts';
-import { EwmaPicker } from './balancer/picker-ewma.ts';
-import { LeastRequestPicker } from './balancer/picker-least-request.ts';
-import { RoundRobinPicker } from './balancer/picker-round-robin.ts';
-import { StickyPicker } from './balancer/picker-sticky.ts';
-import type { Picker } from './balancer/picker.ts';
-import { connectProbe } from './balancer/connect-probe.ts';
-import { dnsResolver, staticResolver } from './balancer/resolver.ts';
-import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './balancer/upstreams.ts';
+import { EwmaPicker } from './upstream/balancer/picker-ewma.ts';
+import { LeastRequestPicker } from './upstream/balancer/picker-least-request.ts';
+import { RoundRobinPicker } from './upstream/balancer/picker-round-robin.ts';
+import { StickyPicker } from './upstream/balancer/picker-sticky.ts';
+import type { Picker } from './upstream/balancer/picker.ts';
+import { connectProbe } from './upstream/balancer/connect-probe.ts';
+import { dnsResolver, staticResolver } from './upstream/balancer/resolver.ts';
+import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './upstream/balancer/upstreams.ts';
 import type { Config } from './config/load.ts';
 import { ProxyListener } from './listen/listener.ts';
 import type { Logger } from './log.ts';
 import { Faults } from './call/faults.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
 import { composeObservers, type Observer } from './call/observer.ts';
-import type { ProxyContext } from './proxy/context.ts';
+import type { ProxyContext } from './upstream/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
-import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
-import { H1AgentPool } from './proxy/h1-agent-pool.ts';
-import { H1Liveness } from './proxy/h1-liveness.ts';
-import { H2SessionPool } from './proxy/h2-session-pool.ts';
-import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
-import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
-import { UpstreamRetries } from './proxy/upstream-retries.ts';
+import { ConnectFailureLog } from './upstream/connect-failure-log.ts';
+import { H1AgentPool } from './upstream/h1-agent-pool.ts';
+import { H1Liveness } from './upstream/h1-liveness.ts';
+import { H2SessionPool } from './upstream/h2-session-pool.ts';
+import { UpstreamProtocols } from './upstream/upstream-protocol.ts';
+import { probeUpstreamSpeaks } from './upstream/upstream-protocol-probe.ts';
+import { UpstreamRetries } from './upstream/upstream-retries.ts';
 import { Router } from './route/router.ts';
 import { createTranslating } from './transcode/hand-off.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
@@ -147,7 +147,7 @@ function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams[
     resolveIntervalMs: config.resolveIntervalMs,
     log,
     retire,
-    // An ejected endpoint returns once a connection to it can be made again (balancer/outlier-ejection.ts).
+    // An ejected endpoint returns once a connection to it can be made again (upstream/balancer/outlier-ejection.ts).
     probe: (target) => connectProbe(target, config.connectTimeoutMs),
     onEjected: (reason) => faults.endpointEjected(reason),
   });

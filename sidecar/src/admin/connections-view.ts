@@ -5,7 +5,7 @@
 import type http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { noopObserver, type ConnectionRecord, type Observer } from '../call/observer.ts';
-import type { EndpointView } from '../balancer/upstreams.ts';
+import type { EndpointView } from '../upstream/balancer/upstreams.ts';
 
 export interface ConnectionsView {
   observer: Observer;

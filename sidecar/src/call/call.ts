@@ -40,7 +40,7 @@ export interface CallDeps {
   readonly tracing: CallTracing;
   readonly observer: Observer;
   readonly faults: Faults;
-  /** The HTTP version learnt for each endpoint (proxy/upstream-protocol.ts): forgotten when it cannot be reached. */
+  /** The HTTP version learnt for each endpoint (upstream/upstream-protocol.ts): forgotten when it cannot be reached. */
   readonly protocols: { forget(target: UpstreamUrl): void };
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;

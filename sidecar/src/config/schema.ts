@@ -2,7 +2,7 @@
 // The same table drives --help, RPCSCOPE_* environment variables, the YAML file's
 // keys and validation, so a setting cannot exist in one place and not another.
 
-/** How an outbound call picks its endpoint (--balance; balancer/picker.ts builds each). */
+/** How an outbound call picks its endpoint (--balance; upstream/balancer/picker.ts builds each). */
 export const BALANCE_POLICIES = ['round_robin', 'least_request', 'ewma', 'sticky'] as const;
 export type BalancePolicy = (typeof BALANCE_POLICIES)[number];
 

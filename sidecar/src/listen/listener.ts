@@ -11,7 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { HostPort } from '../config/parse-value.ts';
 import type { ConnectionRecord } from '../call/observer.ts';
 import type { TerminationReason } from '../call/faults.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { now } from '../clock.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { abandonH1, abandonH2 } from '../proxy/call-guard.ts';

@@ -18,7 +18,7 @@ import type { ConnectionRecord } from '../call/observer.ts';
 import { detectRequest, isGrpcFamily } from '../protocol/detect.ts';
 import { Call } from '../call/call.ts';
 import { clientResetCode, watchClientReset } from './client-reset.ts';
-import type { ProxyContext } from './context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { forwardH1 } from './forward-h1.ts';
 import { forwardH1ToH2 } from './forward-h1-to-h2.ts';
 import { forwardH2 } from './forward-h2.ts';

@@ -13,13 +13,13 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { Flag } from '../h2/frame-types.ts';
 import { now } from '../clock.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ProxyContext } from './context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import type { Inbound } from '../call/inbound.ts';
-import { fieldsFromRaw, filterH2Headers } from './hop-by-hop.ts';
-import { replyOnH2, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
-import type { PooledSession } from './h2-session-pool.ts';
+import { fieldsFromRaw, filterH2Headers } from '../protocol/hop-by-hop.ts';
+import { replyOnH2, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../protocol/local-reply.ts';
+import type { PooledSession } from '../upstream/h2-session-pool.ts';
 import { ReplayableBody } from './replayable-body.ts';
-import { refusal } from './upstream-retries.ts';
+import { refusal } from '../upstream/upstream-retries.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 import { abandonH2, CallGuard } from './call-guard.ts';
 

@@ -13,8 +13,8 @@ import type { ConnectionRecord } from '../call/observer.ts';
 import { detect } from '../protocol/detect.ts';
 import { now } from '../clock.ts';
 import { Call } from '../call/call.ts';
-import type { ProxyContext } from './context.ts';
-import { filterRawHeaders } from './hop-by-hop.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import { filterRawHeaders } from '../protocol/hop-by-hop.ts';
 import { nodeHttps } from '../builtins.ts';
 import { connectTimeout } from '../core/errors.ts';
 

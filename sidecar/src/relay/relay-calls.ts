@@ -5,7 +5,7 @@
 import type { ResetSide } from '../call/call-record.ts';
 import type { StreamRefusalReason } from '../call/faults.ts';
 import type { ConnectionRecord } from '../call/observer.ts';
-import { RETRY_BODY_LIMIT } from '../proxy/upstream-retries.ts';
+import { RETRY_BODY_LIMIT } from '../upstream/upstream-retries.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
 import { ClientStreamStates } from './stream-states.ts';

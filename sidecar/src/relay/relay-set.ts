@@ -3,7 +3,7 @@
 import type net from 'node:net';
 import { noopTracing } from '../call/call-tracing.ts';
 import type { ConnectionRecord } from '../call/observer.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 
 export class RelaySet {

@@ -7,7 +7,7 @@ import { detectRequest } from '../protocol/detect.ts';
 import { headerText } from '../protocol/header-text.ts';
 import { now } from '../clock.ts';
 import { Call } from '../call/call.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 

@@ -9,7 +9,7 @@ import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/parse-value.ts';
 import type { Inbound } from '../call/inbound.ts';
-import type { ProxyContext, Translating as TranslatingStage } from '../proxy/context.ts';
+import type { ProxyContext, Translating as TranslatingStage } from '../upstream/context.ts';
 import { h1Caller, h2Caller, type Caller } from './caller.ts';
 import { Cors } from './cors.ts';
 import { bridgeGrpcWeb } from './grpc-web-bridge.ts';

@@ -7,7 +7,7 @@
 // status; header and trailer metadata reach the caller as response headers.
 import { performance } from 'node:perf_hooks';
 import type { Call } from '../call/call.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';
 import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';

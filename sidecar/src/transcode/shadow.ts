@@ -11,7 +11,7 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { MetricFamily } from '../observe/metric-cells.ts';
 import type { Call } from '../call/call.ts';
-import { filterH2Headers } from '../proxy/hop-by-hop.ts';
+import { filterH2Headers } from '../protocol/hop-by-hop.ts';
 import { OTHER } from '../route/method-guard.ts';
 import { headerText } from '../protocol/header-text.ts';
 import { firstDifference, type Answer } from './shadow-compare.ts';

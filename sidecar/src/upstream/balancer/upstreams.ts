@@ -2,12 +2,12 @@
 // --grpc-upstream). Outbound: an endpoint of the upstream service, chosen per call
 // by the configured picker from the endpoints discovery knows now.
 import { performance } from 'node:perf_hooks';
-import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { Logger } from '../log.ts';
-import type { CallRecord } from '../call/call-record.ts';
-import { noopObserver, type ConnectionRecord, type Observer } from '../call/observer.ts';
-import type { EjectionReason } from '../call/faults.ts';
-import type { UpstreamPick } from '../call/call.ts';
+import type { UpstreamUrl } from '../../config/parse-value.ts';
+import type { Logger } from '../../log.ts';
+import type { CallRecord } from '../../call/call-record.ts';
+import { noopObserver, type ConnectionRecord, type Observer } from '../../call/observer.ts';
+import type { EjectionReason } from '../../call/faults.ts';
+import type { UpstreamPick } from '../../call/call.ts';
 import { Endpoint } from './endpoint.ts';
 import { OutlierEjection } from './outlier-ejection.ts';
 import type { Picker } from './picker.ts';

@@ -1,7 +1,7 @@
 // What every forwarder needs, built once at start by the pipeline.
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
-import type { Upstreams } from '../balancer/upstreams.ts';
+import type { Upstreams } from './balancer/upstreams.ts';
 import type { Router } from '../route/router.ts';
 import type { CallTracing } from '../call/call-tracing.ts';
 import type { Faults } from '../call/faults.ts';
