@@ -120,10 +120,10 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
 // ── route ───────────────────────────────────────────────────────────────────
 // Each call's route (its `method` and `operation` labels, its shape) is resolved
 // once as it starts, on either data plane (call/call.ts), with the router of the
-// routes, operations and .proto files; metrics, span names and the access log
-// read it off the call record.
-function router(config: Config, observation: Observation): Router {
-  return observation.router ?? new Router({ maxMethods: config.maxMethods });
+// routes, operations and .proto files, built once, here; metrics, span names and
+// the access log read the route off the call record.
+function router(config: Config, files: StartFiles): Router {
+  return new Router({ maxMethods: config.maxMethods, routes: files.routes, operations: files.operations, protos: files.protos });
 }
 
 // Then its upstream: the app (inbound; the gRPC family may go to --grpc-upstream),
@@ -166,8 +166,8 @@ interface Observing {
   observer: Observer;
 }
 
-function observing(observe: ObservationFactory, upstreams: Upstreams, faults: Faults): Observing {
-  const observation = observe(() => upstreams.known(), faults);
+function observing(observe: ObservationFactory, upstreams: Upstreams, faults: Faults, router: Router): Observing {
+  const observation = observe(() => upstreams.known(), faults, router);
   const connections = createConnectionsView(() => upstreams.describe());
   const tap = createTap();
   const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer, tap.observer], (err) => faults.internalError('observer', err));
@@ -188,12 +188,13 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const faults = new Faults(log);
   const upstreams = createUpstreams(config, log, retire, faults);
   faults.ejectedNow = () => upstreams.ejectedCount();
-  const { observation, connections, tap, observer } = observing(observe, upstreams, faults);
+  const files = parts.files ?? loadStartFiles(config);
+  const routes = router(config, files);
+  const { observation, connections, tap, observer } = observing(observe, upstreams, faults, routes);
   // The --upstream-ca bundle, read once here for every path that connects upstream over TLS.
   const upstreamCa = config.upstreamCa ? readFileSync(config.upstreamCa) : undefined;
   const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams, upstreamCa);
 
-  const files = parts.files ?? loadStartFiles(config);
   const translating = createTranslating(config, log, upstreamCa, files.transcode);
   const ctx: ProxyContext = {
     config,
@@ -205,7 +206,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h1,
     protocols,
     upstreams,
-    router: router(config, observation),
+    router: routes,
     retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,

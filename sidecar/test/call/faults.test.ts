@@ -82,8 +82,8 @@ describe('faults raised while handling one call stay in that call', () => {
     };
     const lines: string[] = [];
     const log = createLogger('error', (l) => void lines.push(l));
-    sidecar = await startSidecar(config, log, (known, faults: Faults) => {
-      const observation = createObservation(config, { routes: undefined, operations: undefined, protos: undefined, transcode: undefined }, log, {}, known, faults);
+    sidecar = await startSidecar(config, log, (known, faults: Faults, router) => {
+      const observation = createObservation(config, router, log, {}, known, faults);
       return { ...observation, observers: [...observation.observers, throwing] };
     }, { forwarders });
     url = `http://127.0.0.1:${sidecar.proxyAddress.port}`;

@@ -9,7 +9,7 @@ import { endedCall } from './records.ts';
 import { scrape } from './scrape.ts';
 
 describe('metrics: the route carried on the record', () => {
-  const metrics = createMetricsObserver({ maxMethods: 100, env: {} });
+  const metrics = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
   after(() => metrics.shutdown());
 
   it('labels the call by its carried route, and routes a record that carries none', async () => {

@@ -13,6 +13,7 @@ import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
 import { METRICS_DETAILS } from '../../src/config/schema.ts';
 import type { MetricsDetail } from '../../src/config/schema.ts';
 import type { MetricsObserver, MetricsObserverOptions } from '../../src/observe/metrics-observer.ts';
+import { Router, type RouterOptions } from '../../src/route/router.ts';
 import { composeObservers, noopObserver } from '../../src/call/observer.ts';
 import type { ConnectionRecord } from '../../src/call/observer.ts';
 import { loadOperationsFile } from '../../src/route/operation-map.ts';
@@ -25,8 +26,10 @@ const fixtures = join(import.meta.dirname, '../fixtures');
 const observers: MetricsObserver[] = [];
 after(() => Promise.all(observers.map((o) => o.shutdown())));
 
-function observer(opts: Partial<MetricsObserverOptions> = {}): MetricsObserver {
-  const o = createMetricsObserver({ maxMethods: 100, env: {}, ...opts });
+/** A metrics observer with its own router, as the pipeline hands it one. */
+function observer(opts: Partial<MetricsObserverOptions> & Partial<RouterOptions> = {}): MetricsObserver {
+  const { maxMethods = 100, routes, operations, protos, ...rest } = opts;
+  const o = createMetricsObserver({ router: new Router({ maxMethods, routes, operations, protos }), env: {}, ...rest });
   observers.push(o);
   return o;
 }
