@@ -28,12 +28,13 @@ import { connectProbe } from './upstream/balancer/connect-probe.ts';
 import { dnsResolver, staticResolver } from './upstream/balancer/resolver.ts';
 import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './upstream/balancer/upstreams.ts';
 import type { Config } from './config/load.ts';
-import { ProxyListener } from './listen/listener.ts';
+import { ProxyListener, type ListenSettings } from './listen/listener.ts';
+import { relayApplies } from './relay/relay-applies.ts';
 import type { Logger } from './log.ts';
 import { Faults } from './call/faults.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
 import { composeObservers, type Observer } from './call/observer.ts';
-import type { ProxyContext } from './upstream/context.ts';
+import type { DataPlaneSettings, ProxyContext } from './upstream/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
 import { ConnectFailureLog } from './upstream/connect-failure-log.ts';
 import { H1AgentPool } from './upstream/h1-agent-pool.ts';
@@ -67,8 +68,29 @@ export interface SidecarParts {
 // The listener accepts each connection (plain or TLS), enforces the connection
 // budgets and timeouts, tells HTTP/1.1 from HTTP/2, and hands the connection to
 // the relay or the terminating server (listen/listener.ts).
-function accept(ctx: ProxyContext, nextConnId: () => number, forwarders: Forwarders): ProxyListener {
-  return new ProxyListener(ctx, nextConnId, forwarders);
+function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): ProxyListener {
+  const { tlsCert, tlsKey, maxConnections, firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, maxConnectionAgeMs, maxConnectionAgeGraceMs } = config;
+  const settings: ListenSettings = {
+    tlsCert,
+    tlsKey,
+    maxConnections,
+    firstByteTimeoutMs,
+    requestHeadersTimeoutMs,
+    idleTimeoutMs,
+    keepaliveIntervalMs,
+    keepaliveTimeoutMs,
+    maxConnectionAgeMs,
+    maxConnectionAgeGraceMs,
+    relay: relayApplies(config),
+  };
+  return new ProxyListener(ctx, settings, forwarders);
+}
+
+// The settings the data planes read: the forwarders, the relay and the
+// translating paths see these, never the whole Config.
+function dataPlaneSettings(config: Config): DataPlaneSettings {
+  const { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines } = config;
+  return { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines };
 }
 
 // ── relay | terminate ───────────────────────────────────────────────────────
@@ -197,7 +219,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
 
   const translating = createTranslating(config, log, upstreamCa, files.transcode);
   const ctx: ProxyContext = {
-    config,
+    config: dataPlaneSettings(config),
     observer,
     tracing: observation.tracing,
     log,
@@ -223,7 +245,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   if (shadow) observation.addMetrics?.(shadow.families);
 
   await upstreams.start();
-  const listener = accept(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
+  const listener = accept(ctx, config, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
   // --debug-endpoints false: the admin port says nothing about who is connected or what they call.

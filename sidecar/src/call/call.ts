@@ -2,12 +2,11 @@
 // arrive, its connection's counters, and exactly one end however it ends.
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { newCallRecord, type CallRecord } from './call-record.ts';
-import type { CallReset, HttpVersion } from '../protocol/vocabulary.ts';
+import type { CallReset, Direction, HttpVersion } from '../protocol/vocabulary.ts';
 import type { ConnectionRecord } from './observer.ts';
 import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';
 import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
-import type { Config } from '../config/load.ts';
 import type { Router } from '../route/router.ts';
 import type { CallTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
@@ -34,7 +33,7 @@ export interface UpstreamPick {
  * so that the call sits below the balancer and the pools.
  */
 export interface CallDeps {
-  readonly config: Pick<Config, 'mode' | 'enforceDeadlines'>;
+  readonly config: { readonly mode: Direction; readonly enforceDeadlines: boolean };
   readonly router: Router;
   readonly upstreams: { pick(connectionId: number, grpcFamily: boolean): UpstreamPick | undefined };
   readonly tracing: CallTracing;

@@ -30,7 +30,6 @@ import type { TerminationReason } from '../call/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { now } from '../clock.ts';
 import type { ProxyContext } from '../upstream/context.ts';
-import type { ConnectFailureLog } from '../upstream/connect-failure-log.ts';
 import { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
@@ -66,9 +65,6 @@ export interface RelayOptions {
   conn: ConnectionRecord;
   downstream: net.Socket;
   target: UpstreamUrl;
-  upstreamCa: Buffer | undefined;
-  nextConnId: () => number;
-  connectFailures: ConnectFailureLog;
   /** Translate mode: client header blocks written anew, with the call's traceparent. */
   translate: boolean;
 }
@@ -134,7 +130,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.ctx = ctx;
     this.conn = opts.conn;
     this.down = opts.downstream;
-    this.upConn = { id: opts.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
+    this.upConn = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '2', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
     this.translate = opts.translate;
     this.fromClient = new FrameParser(this.clientSink(), true, undefined, opts.translate ? (bytes) => this.toUpstream.pass(bytes) : undefined);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
@@ -150,10 +146,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost {
     this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
     this.down.on('close', () => this.onClientClose());
-    const up = (this.up = connectUpstream(target, opts.upstreamCa, ctx.config.connectTimeoutMs, () => this.onUpstreamConnected()));
+    const up = (this.up = connectUpstream(target, ctx.upstreamCa, ctx.config.connectTimeoutMs, () => this.onUpstreamConnected()));
     up.on('error', (err: Error & { code?: string }) => {
       if (this.phase !== 'connecting') return;
-      opts.connectFailures.report(target.authority, err);
+      ctx.connectFailures.report(target.authority, err);
       this.answerLocally(`upstream unavailable: ${err.code ?? err.message}`);
     });
     up.on('data', (chunk: Buffer) => this.onUpstreamBytes(chunk));

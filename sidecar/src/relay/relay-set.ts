@@ -8,12 +8,9 @@ import { RelayConnection } from './relay-connection.ts';
 
 export class RelaySet {
   private readonly live = new Map<net.Socket, RelayConnection>();
-  private readonly ca: Buffer | undefined;
   private draining = false;
 
-  constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
-    this.ca = ctx.upstreamCa;
-  }
+  constructor(private readonly ctx: ProxyContext) {}
 
   /**
    * Relays `socket` (its first bytes, the preface, unread or put back) to the
@@ -41,9 +38,6 @@ export class RelaySet {
       conn,
       downstream: socket,
       target: this.ctx.config.upstream,
-      upstreamCa: this.ca,
-      nextConnId: this.nextConnId,
-      connectFailures: this.ctx.connectFailures,
       // Tracing hands the upstream the sidecar's span: each request's header block is written anew.
       translate: this.ctx.tracing !== noopTracing,
     });

@@ -1,5 +1,5 @@
 // What every forwarder needs, built once at start by the pipeline.
-import type { Config } from '../config/load.ts';
+import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from './balancer/upstreams.ts';
 import type { Router } from '../route/router.ts';
@@ -15,8 +15,24 @@ import type { Inbound } from '../call/inbound.ts';
 import type http from 'node:http';
 import type http2 from 'node:http2';
 
+/**
+ * The settings the forwarders, the relay and the translating paths read, picked
+ * out of the whole Config by the pipeline: a new setting a data plane needs is
+ * added here, on purpose.
+ */
+export interface DataPlaneSettings {
+  readonly mode: 'inbound' | 'outbound';
+  readonly upstream: UpstreamUrl;
+  readonly grpcUpstream: UpstreamUrl | undefined;
+  readonly connectTimeoutMs: number;
+  readonly keepaliveIntervalMs: number;
+  readonly keepaliveTimeoutMs: number;
+  readonly trpcPrefix: string;
+  readonly enforceDeadlines: boolean;
+}
+
 export interface ProxyContext {
-  readonly config: Config;
+  readonly config: DataPlaneSettings;
   readonly observer: Observer;
   readonly tracing: CallTracing;
   readonly log: Logger;
