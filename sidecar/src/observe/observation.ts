@@ -26,6 +26,9 @@ export interface Observation {
   shutdown(): Promise<void>;
 }
 
+/** The settings the observation reads. */
+export type ObservationSettings = Pick<Config, 'metricsDetail' | 'histograms' | 'serviceName' | 'endpointSeriesTtlMs' | 'tlsCert' | 'mode' | 'upstream' | 'accessLog' | 'accessLogSample'>;
+
 /** Given the endpoints known, the faults to count in, and the one router the data planes resolve calls with (pipeline.ts). */
 export type ObservationFactory = (knownEndpoints: () => readonly string[], faults: Faults, router: Router) => Observation;
 
@@ -34,7 +37,7 @@ export type ObservationFactory = (knownEndpoints: () => readonly string[], fault
  * `otlpMetrics` from otlpMetricsSettings (otlp-metrics-settings.ts): no OTLP push unless given.
  */
 export function createObservation(
-  config: Config,
+  config: ObservationSettings,
   router: Router,
   log: Logger,
   env: Readonly<Record<string, string | undefined>>,

@@ -80,13 +80,16 @@ export class Translating implements TranslatingStage {
   }
 }
 
+/** The settings the translating paths are built from. */
+export type TranslatingSettings = Pick<Config, 'transcode' | 'grpcWebBridge' | 'split' | 'shadow' | 'protoDir' | 'corsOrigins'>;
+
 /**
  * What translating the settings ask for; undefined when they ask for none.
  * `table`: the google.api.http bindings read at start (config/start-files.ts)
  * with --transcode or --split; `upstreamCa`: the --upstream-ca bundle, read
  * once at start, for the mirror's upstream.
  */
-export function createTranslating(config: Config, log: Logger, upstreamCa: Buffer | undefined, table: TranscodeTable | undefined): Translating | undefined {
+export function createTranslating(config: TranslatingSettings, log: Logger, upstreamCa: Buffer | undefined, table: TranscodeTable | undefined): Translating | undefined {
   const splitting = config.split.size > 0;
   if (!config.transcode && !config.grpcWebBridge && !splitting && !config.shadow) return undefined;
   const split = splitting ? new RehearsalSplit(config.split) : undefined;
