@@ -7,8 +7,10 @@
 //                                        through to one upstream connection per client connection
 //   terminate  proxy/, transcode/        everything else: each call forwarded on its own
 //                                        (node:http2, node:http), translated or mirrored
+//   call       call/call.ts              each call's one start and one end, its record
 //   route      route/router.ts           each call's route, resolved once as it starts
-//              balancer/                 and its upstream endpoint, told when the call ends
+//   upstream   upstream/                 its endpoint (upstream/balancer/, told when the
+//                                        call ends), pools, retries, shared by both planes
 //   observe    observe/                  metrics, traces, access log, connection view
 //
 // Each stage hands calls to the next, so startSidecar (at the end) builds them
