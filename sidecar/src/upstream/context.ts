@@ -1,4 +1,5 @@
-// What every forwarder needs, built once at start by the pipeline.
+// What both data planes need, built once at start by the pipeline: the relay
+// and the terminating forwarders read it alike, so it sits below both.
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
 import type { Upstreams } from './balancer/upstreams.ts';
@@ -63,8 +64,8 @@ export interface ProxyContext {
 /**
  * A stage before the plain forwarders (transcode/hand-off.ts: REST transcoding,
  * the gRPC-Web bridge, CORS preflights, the mirror): each method answers true
- * when it took the call, whose caller it then answers itself. Declared here, by
- * the forwarders that ask it, so that the proxy depends on no translating path.
+ * when it took the call, whose caller it then answers itself. Declared here,
+ * below the forwarders that ask it, so that the proxy depends on no translating path.
  */
 export interface Translating {
   h1(ctx: ProxyContext, arrived: Inbound, req: http.IncomingMessage, res: http.ServerResponse): boolean;
