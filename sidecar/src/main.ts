@@ -62,7 +62,7 @@ async function main(): Promise<number> {
   let sidecar: Sidecar;
   try {
     const tracing = await createCallTracing(config.serviceName, process.env);
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, process.env, known, faults, tracing, otlpMetrics), { files });
+    sidecar = await startSidecar(config, log, (known, faults, router) => createObservation(config, router, log, process.env, known, faults, tracing, otlpMetrics), { files });
   } catch (err) {
     // The routes, operations and .proto files are read at start: their errors are settings errors.
     return configFailure(err);

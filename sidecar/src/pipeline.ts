@@ -7,8 +7,10 @@
 //                                        through to one upstream connection per client connection
 //   terminate  proxy/, transcode/        everything else: each call forwarded on its own
 //                                        (node:http2, node:http), translated or mirrored
+//   call       call/call.ts              each call's one start and one end, its record
 //   route      route/router.ts           each call's route, resolved once as it starts
-//              balancer/                 and its upstream endpoint, told when the call ends
+//   upstream   upstream/                 its endpoint (upstream/balancer/, told when the
+//                                        call ends), pools, retries, shared by both planes
 //   observe    observe/                  metrics, traces, access log, connection view
 //
 // Each stage hands calls to the next, so startSidecar (at the end) builds them
@@ -19,29 +21,30 @@ import { createAdminServer, listenAdmin } from './admin/admin-server.ts';
 import { AdminAuth } from './admin/admin-auth.ts';
 import { createConnectionsView, type ConnectionsView } from './admin/connections-view.ts';
 import { createTap, type Tap } from './admin/tap.ts';
-import { EwmaPicker } from './balancer/picker-ewma.ts';
-import { LeastRequestPicker } from './balancer/picker-least-request.ts';
-import { RoundRobinPicker } from './balancer/picker-round-robin.ts';
-import { StickyPicker } from './balancer/picker-sticky.ts';
-import type { Picker } from './balancer/picker.ts';
-import { connectProbe } from './balancer/connect-probe.ts';
-import { dnsResolver, staticResolver } from './balancer/resolver.ts';
-import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './balancer/upstreams.ts';
+import { EwmaPicker } from './upstream/balancer/picker-ewma.ts';
+import { LeastRequestPicker } from './upstream/balancer/picker-least-request.ts';
+import { RoundRobinPicker } from './upstream/balancer/picker-round-robin.ts';
+import { StickyPicker } from './upstream/balancer/picker-sticky.ts';
+import type { Picker } from './upstream/balancer/picker.ts';
+import { connectProbe } from './upstream/balancer/connect-probe.ts';
+import { dnsResolver, staticResolver } from './upstream/balancer/resolver.ts';
+import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './upstream/balancer/upstreams.ts';
 import type { Config } from './config/load.ts';
-import { ProxyListener } from './listen/listener.ts';
+import { ProxyListener, type ListenSettings } from './listen/listener.ts';
+import { relayApplies } from './relay/relay-applies.ts';
 import type { Logger } from './log.ts';
-import { Faults } from './observe/faults.ts';
+import { Faults } from './call/faults.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
-import { composeObservers, type Observer } from './observe/observer.ts';
-import type { ProxyContext } from './proxy/context.ts';
+import { composeObservers, type Observer } from './call/observer.ts';
+import type { DataPlaneSettings, ProxyContext } from './upstream/context.ts';
 import { FORWARDERS, type Forwarders } from './proxy/forwarders.ts';
-import { ConnectFailureLog } from './proxy/connect-failure-log.ts';
-import { H1AgentPool } from './proxy/h1-agent-pool.ts';
-import { H1Liveness } from './proxy/h1-liveness.ts';
-import { H2SessionPool } from './proxy/h2-session-pool.ts';
-import { UpstreamProtocols } from './proxy/upstream-protocol.ts';
-import { probeUpstreamSpeaks } from './proxy/upstream-protocol-probe.ts';
-import { UpstreamRetries } from './proxy/upstream-retries.ts';
+import { ConnectFailureLog } from './upstream/connect-failure-log.ts';
+import { H1AgentPool } from './upstream/h1-agent-pool.ts';
+import { H1Liveness } from './upstream/h1-liveness.ts';
+import { H2SessionPool } from './upstream/h2-session-pool.ts';
+import { UpstreamProtocols } from './upstream/upstream-protocol.ts';
+import { probeUpstreamSpeaks } from './upstream/upstream-protocol-probe.ts';
+import { UpstreamRetries } from './upstream/upstream-retries.ts';
 import { Router } from './route/router.ts';
 import { createTranslating } from './transcode/hand-off.ts';
 import { loadStartFiles, type StartFiles } from './config/start-files.ts';
@@ -67,8 +70,29 @@ export interface SidecarParts {
 // The listener accepts each connection (plain or TLS), enforces the connection
 // budgets and timeouts, tells HTTP/1.1 from HTTP/2, and hands the connection to
 // the relay or the terminating server (listen/listener.ts).
-function accept(ctx: ProxyContext, nextConnId: () => number, forwarders: Forwarders): ProxyListener {
-  return new ProxyListener(ctx, nextConnId, forwarders);
+function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): ProxyListener {
+  const { tlsCert, tlsKey, maxConnections, firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, maxConnectionAgeMs, maxConnectionAgeGraceMs } = config;
+  const settings: ListenSettings = {
+    tlsCert,
+    tlsKey,
+    maxConnections,
+    firstByteTimeoutMs,
+    requestHeadersTimeoutMs,
+    idleTimeoutMs,
+    keepaliveIntervalMs,
+    keepaliveTimeoutMs,
+    maxConnectionAgeMs,
+    maxConnectionAgeGraceMs,
+    relay: relayApplies(config),
+  };
+  return new ProxyListener(ctx, settings, forwarders);
+}
+
+// The settings the data planes read: the forwarders, the relay and the
+// translating paths see these, never the whole Config.
+function dataPlaneSettings(config: Config): DataPlaneSettings {
+  const { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines } = config;
+  return { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines };
 }
 
 // ── relay | terminate ───────────────────────────────────────────────────────
@@ -119,11 +143,11 @@ function terminating(config: Config, log: Logger, observer: Observer, nextConnId
 
 // ── route ───────────────────────────────────────────────────────────────────
 // Each call's route (its `method` and `operation` labels, its shape) is resolved
-// once as it starts, on either data plane (proxy/call.ts), with the router of the
-// routes, operations and .proto files; metrics, span names and the access log
-// read it off the call record.
-function router(config: Config, observation: Observation): Router {
-  return observation.router ?? new Router({ maxMethods: config.maxMethods });
+// once as it starts, on either data plane (call/call.ts), with the router of the
+// routes, operations and .proto files, built once, here; metrics, span names and
+// the access log read the route off the call record.
+function router(config: Config, files: StartFiles): Router {
+  return new Router({ maxMethods: config.maxMethods, routes: files.routes, operations: files.operations, protos: files.protos });
 }
 
 // Then its upstream: the app (inbound; the gRPC family may go to --grpc-upstream),
@@ -147,7 +171,7 @@ function createUpstreams(config: Config, log: Logger, retire: BalancedUpstreams[
     resolveIntervalMs: config.resolveIntervalMs,
     log,
     retire,
-    // An ejected endpoint returns once a connection to it can be made again (balancer/outlier-ejection.ts).
+    // An ejected endpoint returns once a connection to it can be made again (upstream/balancer/outlier-ejection.ts).
     probe: (target) => connectProbe(target, config.connectTimeoutMs),
     onEjected: (reason) => faults.endpointEjected(reason),
   });
@@ -166,8 +190,8 @@ interface Observing {
   observer: Observer;
 }
 
-function observing(observe: ObservationFactory, upstreams: Upstreams, faults: Faults): Observing {
-  const observation = observe(() => upstreams.known(), faults);
+function observing(observe: ObservationFactory, upstreams: Upstreams, faults: Faults, router: Router): Observing {
+  const observation = observe(() => upstreams.known(), faults, router);
   const connections = createConnectionsView(() => upstreams.describe());
   const tap = createTap();
   const observer = composeObservers([...observation.observers, upstreams.observer, connections.observer, tap.observer], (err) => faults.internalError('observer', err));
@@ -188,15 +212,16 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const faults = new Faults(log);
   const upstreams = createUpstreams(config, log, retire, faults);
   faults.ejectedNow = () => upstreams.ejectedCount();
-  const { observation, connections, tap, observer } = observing(observe, upstreams, faults);
+  const files = parts.files ?? loadStartFiles(config);
+  const routes = router(config, files);
+  const { observation, connections, tap, observer } = observing(observe, upstreams, faults, routes);
   // The --upstream-ca bundle, read once here for every path that connects upstream over TLS.
   const upstreamCa = config.upstreamCa ? readFileSync(config.upstreamCa) : undefined;
   const { h2, h1, protocols, connectFailures } = terminating(config, log, observer, nextConnId, faults, upstreams, upstreamCa);
 
-  const files = parts.files ?? loadStartFiles(config);
   const translating = createTranslating(config, log, upstreamCa, files.transcode);
   const ctx: ProxyContext = {
-    config,
+    config: dataPlaneSettings(config),
     observer,
     tracing: observation.tracing,
     log,
@@ -205,7 +230,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     h1,
     protocols,
     upstreams,
-    router: router(config, observation),
+    router: routes,
     retries: new UpstreamRetries(),
     inflight: new Set(),
     nextCallId: () => ++callIds,
@@ -222,7 +247,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   if (shadow) observation.addMetrics?.(shadow.families);
 
   await upstreams.start();
-  const listener = accept(ctx, nextConnId, parts.forwarders ?? FORWARDERS);
+  const listener = accept(ctx, config, parts.forwarders ?? FORWARDERS);
   let draining = false;
   let listening = false;
   // --debug-endpoints false: the admin port says nothing about who is connected or what they call.

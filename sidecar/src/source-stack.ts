@@ -31,7 +31,7 @@ function loadMap(bundle: string): SourceMap | null {
 
 /**
  * The stack with its bundle frames mapped to the sources, e.g.
- * `at Faults.internalError (/app/sidecar/src/observe/faults.ts:61:7)`.
+ * `at Faults.internalError (/app/sidecar/src/call/faults.ts:61:7)`.
  * Unchanged under tsx, under --enable-source-maps, or without a map.
  */
 export function sourceStack(stack: string | undefined, bundle: string | undefined = BUNDLE): string | undefined {

@@ -23,6 +23,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import type { MetricsObserver, MetricsObserverOptions } from '../../sidecar/src/observe/metrics-observer.ts';
+import { Router } from '../../sidecar/src/route/router.ts';
 import { workloadCalls } from '../../sidecar/test/observe/series-workload.ts';
 import { percentile } from '../support/admin-scrape.ts';
 
@@ -33,7 +34,7 @@ const src = args.src === undefined ? new URL('../../sidecar/src/', import.meta.u
 const { createMetricsObserver } = (await import(new URL('observe/metrics-observer.ts', src).href)) as { createMetricsObserver: (o: MetricsObserverOptions) => MetricsObserver };
 
 // --histograms native or both, with a protobuf --accept, measures the protobuf exposition.
-const observer = createMetricsObserver({ maxMethods: 100, env: {}, histograms: args.histograms as MetricsObserverOptions['histograms'] });
+const observer = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, histograms: args.histograms as MetricsObserverOptions['histograms'] });
 function replay(share = 1): void {
   const calls = workloadCalls();
   for (const call of calls.slice(0, Math.round(calls.length * share))) {

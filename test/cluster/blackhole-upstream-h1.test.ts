@@ -2,7 +2,7 @@
 // no RST) behind an outbound sidecar that speaks HTTP/1.1 to the pods. HTTP/1.1
 // has no PING: the sidecar notices an endpoint whose connections read nothing
 // for --keepalive-interval while calls wait on them, and a TCP connection to it
-// that is not made within --keepalive-timeout (sidecar/src/proxy/h1-liveness.ts).
+// that is not made within --keepalive-timeout (sidecar/src/upstream/h1-liveness.ts).
 // The REST calls waiting on the vanished pod are answered 503 then, instead of
 // waiting for their deadline; the endpoint is ejected, so new calls go to the
 // other pods, and it is back once it answers again.

@@ -10,7 +10,7 @@
 // asserts nothing (test/fleet/rules-at-scale.test.ts does).
 //   node --import tsx test/fleet/series-fleet.ts [--pods 1000] [--detail standard] [--rounds 4] [--interval 30]
 import { parseArgs } from 'node:util';
-import type { MetricsDetail } from '../../sidecar/src/observe/metrics-detail.ts';
+import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
 import { RULES_FILE } from './fleet.ts';
 import { ruleGroups, sleep, startFleetPrometheus, startSimulatedFleet } from './simulated-fleet.ts';
 

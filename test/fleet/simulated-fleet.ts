@@ -18,7 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createMetricsObserver } from '../../sidecar/src/observe/metrics-observer.ts';
-import type { MetricsDetail } from '../../sidecar/src/observe/metrics-detail.ts';
+import { Router } from '../../sidecar/src/route/router.ts';
+import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
 import { workloadCalls } from '../../sidecar/test/observe/series-workload.ts';
 import { PROMETHEUS_BIN, freePort, type PromSample } from '../support/prometheus.ts';
 
@@ -36,7 +37,7 @@ export const podFactor = (i: number, services = SERVICES): number => 1 + (Math.f
 
 /** What one sidecar serves after the workload, rendered by the observer the sidecar runs. */
 export function workloadExposition(detail: MetricsDetail): string {
-  const o = createMetricsObserver({ maxMethods: 100, env: {}, detail });
+  const o = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail });
   for (const call of workloadCalls()) {
     const end = call.endTime;
     o.callStarted(call);

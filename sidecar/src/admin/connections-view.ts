@@ -4,8 +4,8 @@
 // with most of the share is the sticky-HTTP/2 signature.
 import type http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { noopObserver, type ConnectionRecord, type Observer } from '../observe/observer.ts';
-import type { EndpointView } from '../balancer/upstreams.ts';
+import { noopObserver, type ConnectionRecord, type Observer } from '../call/observer.ts';
+import type { EndpointView } from '../upstream/balancer/upstreams.ts';
 
 export interface ConnectionsView {
   observer: Observer;

@@ -4,8 +4,8 @@
 import { performance } from 'node:perf_hooks';
 import { http2ErrorName } from '../protocol/reset-codes.ts';
 import { grpcCodeName } from '../protocol/status-codes.ts';
-import { decideCodeNumber, endingReset } from '../observe/call-outcome.ts';
-import type { CallRecord } from '../observe/call-record.ts';
+import { decideCodeNumber, endingReset } from '../call/call-outcome.ts';
+import type { CallRecord } from '../call/call-record.ts';
 
 export interface TapCall {
   kind: 'call';

@@ -14,8 +14,8 @@
 // Only the call's labels and figures leave the sidecar: no header value and no
 // body byte is ever read into a line.
 import type http from 'node:http';
-import type { CallRecord } from '../observe/call-record.ts';
-import { noopObserver, type Observer } from '../observe/observer.ts';
+import type { CallRecord } from '../call/call-record.ts';
+import { noopObserver, type Observer } from '../call/observer.ts';
 import { tapCall, type TapCall } from './tap-line.ts';
 
 export const MAX_WATCHERS = 8;

@@ -5,8 +5,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, parseValue, type HostPort, type UpstreamUrl, type Value } from './parse-value.ts';
-import { SETTINGS, envName, type BalancePolicy, type Flag, type Setting } from './schema.ts';
-import type { MetricsDetail } from '../observe/metrics-detail.ts';
+import { SETTINGS, envName, type BalancePolicy, type Flag, type MetricsDetail, type Setting } from './schema.ts';
 
 /**
  * --histograms: `classic` keeps /metrics as it was (text formats only); `native`

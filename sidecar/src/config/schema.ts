@@ -2,9 +2,13 @@
 // The same table drives --help, RPCSCOPE_* environment variables, the YAML file's
 // keys and validation, so a setting cannot exist in one place and not another.
 
-/** How an outbound call picks its endpoint (--balance; balancer/picker.ts builds each). */
+/** How an outbound call picks its endpoint (--balance; upstream/balancer/picker.ts builds each). */
 export const BALANCE_POLICIES = ['round_robin', 'least_request', 'ewma', 'sticky'] as const;
 export type BalancePolicy = (typeof BALANCE_POLICIES)[number];
+
+/** How much of the per-method distribution /metrics exports (--metrics-detail; observe/metrics-detail.ts sizes each). */
+export const METRICS_DETAILS = ['basic', 'standard', 'full'] as const;
+export type MetricsDetail = (typeof METRICS_DETAILS)[number];
 
 export type Kind =
   | { type: 'hostport' }
@@ -59,7 +63,7 @@ export const SETTINGS = [
   { flag: 'max-connection-age', kind: { type: 'duration' }, default: '0', help: 'GOAWAY a client connection after this age, ±10 % (0: never), so clients reconnect and spread' },
   { flag: 'max-connection-age-grace', kind: { type: 'duration' }, default: '30s', help: 'after that GOAWAY, how long calls in flight may take before the connection is closed' },
   { flag: 'max-methods', kind: { type: 'int', min: 1, max: 10_000 }, default: '100', help: 'method label values per protocol before new ones fold into _OTHER' },
-  { flag: 'metrics-detail', kind: { type: 'enum', values: ['basic', 'standard', 'full'] }, default: 'standard', help: 'how much per-method distribution /metrics exports: basic, standard or full (latency by code, payload size histograms)' },
+  { flag: 'metrics-detail', kind: { type: 'enum', values: METRICS_DETAILS }, default: 'standard', help: 'how much per-method distribution /metrics exports: basic, standard or full (latency by code, payload size histograms)' },
   { flag: 'histograms', kind: { type: 'enum', values: ['classic', 'native', 'both'] }, default: 'classic', help: 'latency, stream and deadline histograms a protobuf scrape gets: classic buckets, Prometheus native histograms, or both in one message; text scrapes always get classic' },
   { flag: 'trpc-prefix', kind: { type: 'string' }, default: '/trpc', help: 'path prefix of tRPC procedures (GET|POST <prefix>/<procedure>); empty: no call is read as tRPC' },
   { flag: 'routes', kind: { type: 'file' }, help: 'REST route templates: a list (GET /v1/orders/{id}) or an OpenAPI 3 document' },

@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
 import { loadOperationsFile, type OperationMap } from '../route/operation-map.ts';
 import { loadProtoDir, type ProtoCatalog } from '../route/proto-catalog.ts';
 import { loadRouteFile } from '../route/route-file.ts';
-import { loadTranscodeTable, type TranscodeTable } from '../transcode/transcode-table.ts';
+import { loadTranscodeTable, type TranscodeTable } from '../route/transcode-table.ts';
 import type { RestRoute } from '../route/route-template.ts';
 import type { Config } from './load.ts';
 import { ConfigError } from './parse-value.ts';

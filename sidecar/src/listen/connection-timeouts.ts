@@ -8,7 +8,7 @@
 // last hours. What is watched is the time between calls (nginx
 // client_header_timeout 60 s, keepalive_timeout; Envoy request_headers_timeout,
 // idle_timeout 1 h).
-import type { ConnectionRecord } from '../observe/observer.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 
 export type Expiry = 'request_headers_timeout' | 'idle_timeout';
 

@@ -9,20 +9,19 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { HostPort } from '../config/parse-value.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import type { TerminationReason } from '../observe/faults.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import type { TerminationReason } from '../call/faults.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { now } from '../clock.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { abandonH1, abandonH2 } from '../proxy/call-guard.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
-import { relayApplies } from '../relay/relay-applies.ts';
 import { RelaySet } from '../relay/relay-set.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
 import { GOAWAY_FOR_NGHTTP2_ERROR } from './nghttp2-errors.ts';
-import { goawayFrame } from '../relay/frame-writer.ts';
+import { goawayFrame } from '../h2/frames.ts';
 import { keepNodeSessionAlive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from '../h2/header-list-size.ts';
 import { nodeHttp2, nodeTls } from '../builtins.ts';
@@ -80,6 +79,22 @@ const REFUSED_LINGER_MS = 1000;
 /** Connections closed past --max-connections are logged at most once per this interval, with the count since. */
 const OVER_LIMIT_LOG_MS = 10_000;
 
+/** The settings the listener reads, picked out of Config by the pipeline. */
+export interface ListenSettings {
+  readonly tlsCert: string | undefined;
+  readonly tlsKey: string | undefined;
+  readonly maxConnections: number;
+  readonly firstByteTimeoutMs: number;
+  readonly requestHeadersTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly keepaliveIntervalMs: number;
+  readonly keepaliveTimeoutMs: number;
+  readonly maxConnectionAgeMs: number;
+  readonly maxConnectionAgeGraceMs: number;
+  /** Whether HTTP/2 connections go to the relay (relay/relay-applies.ts). */
+  readonly relay: boolean;
+}
+
 export class ProxyListener {
   private readonly server: net.Server;
   private readonly h1: http.Server;
@@ -101,8 +116,8 @@ export class ProxyListener {
   private overLimitLoggedAt = -Infinity;
   private overLimitUnlogged = 0;
 
-  constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number, private readonly forward: Forwarders) {
-    const { firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs } = ctx.config;
+  constructor(private readonly ctx: ProxyContext, private readonly settings: ListenSettings, private readonly forward: Forwarders) {
+    const { firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs } = settings;
     this.timeouts = new ConnectionTimeouts(requestHeadersTimeoutMs, idleTimeoutMs);
     // Streams and long polls may last hours: no request timeout. Node's headers
     // timeout runs only on a server that listens itself, which `h1` does not, and its
@@ -124,9 +139,9 @@ export class ProxyListener {
       this.refuse(socket, '405 Method Not Allowed', NOT_A_TUNNEL);
     });
 
-    this.relays = relayApplies(ctx.config) ? new RelaySet(ctx, nextConnId) : undefined;
+    this.relays = settings.relay ? new RelaySet(ctx) : undefined;
 
-    const { tlsCert, tlsKey } = ctx.config;
+    const { tlsCert, tlsKey } = settings;
     if (tlsCert && tlsKey) {
       this.server = nodeTls().createServer({
         noDelay: true,
@@ -152,8 +167,8 @@ export class ProxyListener {
     // reading a byte or making anything for it (net.Server's maxConnections, which
     // counts TCP connections under TLS too), and tells of it with 'drop'. Without it
     // Node accepts until the process runs out of file descriptors or memory.
-    if (ctx.config.maxConnections > 0) {
-      this.server.maxConnections = ctx.config.maxConnections;
+    if (settings.maxConnections > 0) {
+      this.server.maxConnections = settings.maxConnections;
       this.server.on('drop', () => this.overLimit());
     }
   }
@@ -191,7 +206,7 @@ export class ProxyListener {
       return;
     }
     this.ctx.log.warn('client connection closed unread: --max-connections are open', {
-      maxConnections: this.ctx.config.maxConnections,
+      maxConnections: this.settings.maxConnections,
       ...(this.overLimitUnlogged > 0 ? { alsoSinceLastLog: this.overLimitUnlogged } : {}),
     });
     this.overLimitLoggedAt = t;
@@ -339,7 +354,7 @@ export class ProxyListener {
 
   private hand(socket: net.Socket, h2: boolean): void {
     const conn: ConnectionRecord = {
-      id: this.nextConnId(),
+      id: this.ctx.nextConnId(),
       side: 'downstream',
       httpVersion: h2 ? '2' : '1.1',
       peer: `${socket.remoteAddress}:${socket.remotePort}`,
@@ -353,7 +368,7 @@ export class ProxyListener {
     // The kernel probes a quiet client socket (HTTP/1.1 keep-alive, relayed HTTP/2): a backstop under the
     // PINGs, and the only check an idle HTTP/1.1 client gets. How soon it gives up is the pod's
     // net.ipv4.tcp_keepalive_intvl and _probes.
-    if (this.ctx.config.keepaliveIntervalMs > 0) socket.setKeepAlive(true, this.ctx.config.keepaliveIntervalMs);
+    if (this.settings.keepaliveIntervalMs > 0) socket.setKeepAlive(true, this.settings.keepaliveIntervalMs);
     this.ctx.observer.connectionOpened(conn);
     const unwatch = this.timeouts.watch({ conn, bytesRead: h2 ? undefined : () => socket.bytesRead, expire: (why) => this.expire(socket, why) });
     socket.once('close', () => {
@@ -361,7 +376,7 @@ export class ProxyListener {
       conn.closeTime = now();
       this.ctx.observer.connectionClosed(conn);
     });
-    const ageMs = this.ctx.config.maxConnectionAgeMs;
+    const ageMs = this.settings.maxConnectionAgeMs;
     if (ageMs > 0) {
       // ±10 % jitter, so connections opened together (after a deploy) do not all go at once.
       const timer = setTimeout(() => this.ageOut(socket, conn), ageMs * (0.9 + 0.2 * Math.random()));
@@ -407,7 +422,7 @@ export class ProxyListener {
     const session = tracked[SESSION];
     if (session) this.goaway(session);
     else if (!this.relays?.ageOut(socket) && conn.active === 0) socket.end();
-    const grace = setTimeout(() => (session ? session.destroy() : socket.destroy()), this.ctx.config.maxConnectionAgeGraceMs);
+    const grace = setTimeout(() => (session ? session.destroy() : socket.destroy()), this.settings.maxConnectionAgeGraceMs);
     grace.unref();
     socket.once('close', () => clearTimeout(grace));
   }
@@ -456,7 +471,7 @@ export class ProxyListener {
       else this.ctx.log.debug('client connection ended by the HTTP/2 layer', { error: err.message, code: err.code, errno: err.errno, peer: conn.peer });
     });
     session.once('connect', () => session.setLocalWindowSize(SESSION_WINDOW));
-    const firstByteMs = this.ctx.config.firstByteTimeoutMs;
+    const firstByteMs = this.settings.firstByteTimeoutMs;
     if (firstByteMs > 0) {
       // Over TLS nothing has checked the preface yet; in cleartext the SETTINGS after it.
       const timer = setTimeout(() => {
@@ -471,7 +486,7 @@ export class ProxyListener {
     session.once('close', () => this.sessions.delete(session));
     // A client that vanished without FIN or RST (its node died, the network partitioned) answers no PING:
     // its session is destroyed, its calls in flight cancelled upstream, and its connection leaves the gauges.
-    const { keepaliveIntervalMs: intervalMs, keepaliveTimeoutMs: timeoutMs } = this.ctx.config;
+    const { keepaliveIntervalMs: intervalMs, keepaliveTimeoutMs: timeoutMs } = this.settings;
     keepNodeSessionAlive(session, { intervalMs, timeoutMs }, () => {
       this.ctx.faults.connectionTerminated('keepalive_timeout');
       this.ctx.faults.keepaliveTimedOut('downstream');

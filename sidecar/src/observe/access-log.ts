@@ -14,9 +14,9 @@ import type { Logger } from '../log.ts';
 import { http2ErrorName } from '../protocol/reset-codes.ts';
 import { grpcCodeName } from '../protocol/status-codes.ts';
 import type { Route } from '../route/router.ts';
-import { decideCodeNumber, endingReset } from './call-outcome.ts';
-import type { CallRecord } from './call-record.ts';
-import { noopObserver, type Observer } from './observer.ts';
+import { decideCodeNumber, endingReset } from '../call/call-outcome.ts';
+import type { CallRecord } from '../call/call-record.ts';
+import { noopObserver, type Observer } from '../call/observer.ts';
 
 const FLUSH_MS = 200;
 const FLUSH_BYTES = 64 * 1024;

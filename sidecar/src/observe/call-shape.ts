@@ -1,6 +1,6 @@
 // Unary or streaming: which of `rpcscope_call_duration_seconds` and
 // `rpcscope_stream_duration_seconds` a call belongs to (docs/metrics.md).
-import type { CallRecord } from './call-record.ts';
+import type { CallRecord } from '../call/call-record.ts';
 import type { MethodShape } from '../route/proto-catalog.ts';
 
 /**

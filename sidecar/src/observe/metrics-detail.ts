@@ -3,11 +3,8 @@
 // default is sized for a 1,000-pod Prometheus (docs/metrics.md "Detail levels
 // and cost"); a team buys the full distribution for the services that need it.
 // Every name the dashboards, rules and panel query exists at every level.
+import type { MetricsDetail } from '../config/schema.ts';
 import { CALL_DURATION_SECONDS, CALL_DURATION_SECONDS_BASIC, CALL_DURATION_SECONDS_STANDARD } from './buckets.ts';
-
-export type MetricsDetail = 'basic' | 'standard' | 'full';
-
-export const METRICS_DETAILS: readonly MetricsDetail[] = ['basic', 'standard', 'full'];
 
 export interface DetailLevel {
   /** Boundaries of rpcscope_call_duration_seconds. */

@@ -17,22 +17,20 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { SpanContext } from '@opentelemetry/api';
-import type { CallRecord } from './call-record.ts';
-import type { Faults } from './faults.ts';
-import type { ConnectionRecord, GoawaySide, Observer } from './observer.ts';
-import { decideCodeNumber } from './call-outcome.ts';
+import type { CallRecord } from '../call/call-record.ts';
+import type { Faults } from '../call/faults.ts';
+import type { ConnectionRecord, GoawaySide, Observer } from '../call/observer.ts';
+import { decideCodeNumber } from '../call/call-outcome.ts';
 import { DETAIL_LEVELS } from './metrics-detail.ts';
-import type { MetricsDetail } from './metrics-detail.ts';
+import type { MetricsDetail } from '../config/schema.ts';
 import { ProcessMetrics } from './process-metrics.ts';
 import { OPENMETRICS_CONTENT_TYPE, OPENMETRICS_EOF, acceptsOpenMetrics, openMetricsHeader } from './openmetrics-text.ts';
 import { targetInfo } from './prometheus-text.ts';
 import { PROTOBUF_CONTENT_TYPE, acceptsProtobuf, newWriter, writeFamily } from './prometheus-protobuf.ts';
 import type { HistogramFormat } from '../config/load.ts';
 import { HistogramFamily, TextSink, ValueFamily, type ExpositionSink, type MetricFamily } from './metric-cells.ts';
-import type { OperationMap } from '../route/operation-map.ts';
-import type { MethodShape, ProtoCatalog } from '../route/proto-catalog.ts';
-import type { RestRoute } from '../route/route-template.ts';
-import { Router, type Route } from '../route/router.ts';
+import type { MethodShape } from '../route/proto-catalog.ts';
+import type { Route, Router } from '../route/router.ts';
 import { CallObservation, CallRecorder } from './metrics/call-recorder.ts';
 import { MetricCatalogue } from './metrics/catalogue.ts';
 import { ConnectionRecorder } from './metrics/connection-recorder.ts';
@@ -43,20 +41,12 @@ import { RouteCellTable, type RouteCells } from './metrics/route-cells.ts';
 import { UpstreamRecorder } from './metrics/upstream-recorder.ts';
 
 export interface MetricsObserverOptions {
-  /** Distinct `method` labels per protocol (--max-methods). */
-  maxMethods: number;
-  /** REST routes from the routes file or OpenAPI document (route/route-file.ts). */
-  routes?: readonly RestRoute[];
-  /** The operations file (route/operation-map.ts). */
-  operations?: OperationMap;
-  /** What the .proto files say (route/proto-catalog.ts). */
-  protos?: ProtoCatalog;
   /**
-   * The router the data plane resolves call routes with; calls whose record
-   * carries no route (built outside the pipeline) are resolved here too. Without
-   * it, one is built from maxMethods, routes, operations and protos.
+   * The router the data plane resolves call routes with (built once, in the
+   * pipeline); calls whose record carries no route (built outside the pipeline)
+   * are resolved here with it too.
    */
-  router?: Router;
+  router: Router;
   /** `service.name` on target_info. */
   serviceName?: string;
   /** Every upstream endpoint known now (`host:port`), for the endpoint gauge and the skew; idle ones count. */
@@ -152,7 +142,7 @@ class MetricsObserverImpl implements MetricsObserver {
     this.connections = new ConnectionRecorder(catalogue);
     this.upstreams = new UpstreamRecorder(catalogue, { knownEndpoints: opts.knownEndpoints, endpointSeriesTtlMs: opts.endpointSeriesTtlMs ?? 0, clock: opts.clock ?? Date.now });
     this.faults = new FaultRecorder(catalogue, opts.faults);
-    this.router = opts.router ?? new Router(opts);
+    this.router = opts.router;
     const env = opts.env ?? process.env;
     // OpenTelemetry's resource attributes (service.name, then the Kubernetes
     // resource semantic conventions), written as the target_info family.
@@ -249,7 +239,7 @@ class MetricsObserverImpl implements MetricsObserver {
   }
 
   route(call: CallRecord): Route {
-    // Resolved as the call started (proxy/call.ts); records built elsewhere are resolved now.
+    // Resolved as the call started (call/call.ts); records built elsewhere are resolved now.
     return call.route ?? this.router.resolveCall(call);
   }
 

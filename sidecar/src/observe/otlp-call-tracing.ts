@@ -6,9 +6,9 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Logger } from '../log.ts';
-import type { CallRecord } from './call-record.ts';
-import { decideCode } from './call-outcome.ts';
-import type { CallTracing, HeaderBag } from './call-tracing.ts';
+import type { CallRecord } from '../call/call-record.ts';
+import { decideCode } from '../call/call-outcome.ts';
+import type { CallTracing, HeaderBag } from '../call/call-tracing.ts';
 import { resourceAttributes } from './otel-resource.ts';
 import { RPC_SYSTEM } from './rpc-system.ts';
 

@@ -2,7 +2,7 @@
 // variables. The OpenTelemetry SDK (otlp-call-tracing.ts) is loaded only when
 // tracing is on: a sidecar without it never holds the SDK in memory.
 import type { Logger } from '../log.ts';
-import { noopTracing, type CallTracing } from './call-tracing.ts';
+import { noopTracing, type CallTracing } from '../call/call-tracing.ts';
 
 export function tracingEnabled(env: Readonly<Record<string, string | undefined>>): boolean {
   if (env.OTEL_TRACES_EXPORTER === 'none' || env.OTEL_SDK_DISABLED === 'true') return false;

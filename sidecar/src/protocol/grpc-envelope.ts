@@ -3,7 +3,7 @@
 // Connect's streaming protocol use the same): 1 flag byte, a 4-byte big-endian
 // length, then the payload. Written once here for the counting reader
 // (message-framing.ts), the translating paths' whole-message reader
-// (transcode/grpc-frame.ts) and the sidecar's own answers (proxy/local-reply.ts).
+// (transcode/grpc-frame.ts) and the sidecar's own answers (protocol/local-reply.ts).
 
 /** Bytes before the payload: the flag byte and the length. */
 export const ENVELOPE_HEADER_BYTES = 5;

@@ -33,7 +33,7 @@ export interface CallDeadline {
 /**
  * The facts a call's bytes tell as they pass (protocol/call-tap.ts writes them):
  * the part of the call record the protocol layer fills in. The call record
- * (observe/call-record.ts) has these fields and more.
+ * (call/call-record.ts) has these fields and more.
  */
 export interface TappedFacts {
   readonly protocol: Protocol;

@@ -8,7 +8,7 @@
 // way: RST_STREAM INTERNAL_ERROR, an HTTP 500, or a cut connection).
 import type http from 'node:http';
 import type http2 from 'node:http2';
-import type { Faults, FaultSite } from '../observe/faults.ts';
+import type { Faults, FaultSite } from '../call/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 
 export class CallGuard {

@@ -6,12 +6,12 @@ import http from 'node:http';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
-import type { ProxyContext } from './context.ts';
-import type { Inbound } from './inbound.ts';
-import type { H1Call } from './h1-agent-pool.ts';
-import { countUpstreamSocket, type UpstreamSocketState } from './h1-upstream-socket.ts';
-import { filterRawHeaders } from './hop-by-hop.ts';
-import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from './local-reply.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import type { Inbound } from '../call/inbound.ts';
+import type { H1Call } from '../upstream/h1-agent-pool.ts';
+import { countUpstreamSocket, type UpstreamSocketState } from '../upstream/h1-upstream-socket.ts';
+import { filterRawHeaders } from '../protocol/hop-by-hop.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../protocol/local-reply.ts';
 import { ErrorCode } from '../core/errors.ts';
 import { abandonH1, CallGuard } from './call-guard.ts';
 

@@ -9,12 +9,12 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 import { detect } from '../protocol/detect.ts';
 import { now } from '../clock.ts';
-import { Call } from './call.ts';
-import type { ProxyContext } from './context.ts';
-import { filterRawHeaders } from './hop-by-hop.ts';
+import { Call } from '../call/call.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import { filterRawHeaders } from '../protocol/hop-by-hop.ts';
 import { nodeHttps } from '../builtins.ts';
 import { connectTimeout } from '../core/errors.ts';
 

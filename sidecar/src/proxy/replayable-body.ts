@@ -3,7 +3,7 @@
 // the upstream refused unprocessed can be sent again whole on another stream.
 // What pipe() would do, except that the destination can change.
 import type { Readable, Writable } from 'node:stream';
-import { RETRY_BODY_LIMIT } from './upstream-retries.ts';
+import { RETRY_BODY_LIMIT } from '../upstream/upstream-retries.ts';
 
 export class ReplayableBody {
   /** Every chunk so far, while the body may still be sent again; undefined once it may not. */

@@ -35,7 +35,7 @@
 // acknowledged (the app's, relayed to it) are counted here too (`stream_limit`),
 // and the streams it resets before their answer (h2/reset-budget.ts,
 // `reset_flood`).
-import type { TerminationReason } from '../observe/faults.ts';
+import type { TerminationReason } from '../call/faults.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';

@@ -2,10 +2,8 @@
 // tables as they were (RFC 7541 §6.2.2, literals without indexing; names from
 // the static table): the block passes through no table, so the relayed blocks
 // around it still decode the same. The frames that carry them are HTTP/2's
-// (h2/frames.ts), named here too for the importers that still come here.
+// (h2/frames.ts).
 import { STATIC_NAME_INDEX } from './hpack-static-table.ts';
-
-export { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, frame, goawayFrame, headerBlockFrames, headersFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
 
 /** §5.1 integer with an N-bit prefix, the prefix's other bits set to `high`. */
 function pushInt(out: number[], value: number, prefix: number, high: number): void {

@@ -1,17 +1,17 @@
 // The endings the relay gives calls itself: a stream it will not take, a
 // request header list or request trailers over the size, a deadline passed, an upstream that could not be
 // reached or whose connection broke under the call. An answer is the
-// terminating path's, in the call's own protocol (proxy/local-reply.ts); all of
+// terminating path's, in the call's own protocol (protocol/local-reply.ts); all of
 // it goes as whole frames of the relay's own (client-writer.ts,
 // upstream-writer.ts), header blocks of literals without indexing, so that the
 // client's table stays as the upstream left it.
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
-import type { ProxyContext } from '../proxy/context.ts';
-import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../proxy/local-reply.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../protocol/local-reply.ts';
 import type { ClientWriter } from './client-writer.ts';
 import { headerListRefusal } from './frame-budget.ts';
 import { EMPTY_SETTINGS, SETTINGS_ACK, dataFrame, headersFrame, rstStreamFrame } from '../h2/frames.ts';

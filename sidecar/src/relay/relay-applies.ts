@@ -7,13 +7,16 @@
 // client's header blocks anew to inject a traceparent (translate mode).
 import type { Config } from '../config/load.ts';
 
+/** The settings that decide which data plane an HTTP/2 connection gets. */
+export type RelayChoice = Pick<Config, 'dataPlane' | 'mode' | 'grpcUpstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
+
 /**
  * Whether HTTP/2 connections may go to the relay. The relay needs an upstream
  * that speaks HTTP/2 (h2c for http://, ALPN h2 for https://): --upstream-protocol
  * http1 rules it out here, and under `auto` each connection waits for what the
  * upstream is learned to speak (RelaySet.add).
  */
-export function relayApplies(config: Config): boolean {
+export function relayApplies(config: RelayChoice): boolean {
   return (
     config.dataPlane === 'relay' &&
     config.mode === 'inbound' &&

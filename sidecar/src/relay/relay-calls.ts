@@ -2,10 +2,10 @@
 // keeps of each: its request header list for the call's life and, while the
 // call may be sent again (relay-detour.ts), its body — bounded per connection,
 // as nghttp2 bounds a session's memory. A call ends here once, whoever ends it.
-import type { ResetSide } from '../observe/call-record.ts';
-import type { StreamRefusalReason } from '../observe/faults.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import { RETRY_BODY_LIMIT } from '../proxy/upstream-retries.ts';
+import type { ResetSide } from '../call/call-record.ts';
+import type { StreamRefusalReason } from '../call/faults.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import { RETRY_BODY_LIMIT } from '../upstream/upstream-retries.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import type { RelayStream } from './relay-stream.ts';
 import { ClientStreamStates } from './stream-states.ts';

@@ -27,12 +27,11 @@
 // and the PINGs to a client gone quiet (client-keepalive.ts).
 import type net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import type { TerminationReason } from '../observe/faults.ts';
+import { CONNECTION_CLOSED } from '../call/call-record.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import type { TerminationReason } from '../call/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
-import type { ProxyContext } from '../proxy/context.ts';
-import type { ConnectFailureLog } from '../proxy/connect-failure-log.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import type { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { clientKeepalive, type KeepaliveHost } from './client-keepalive.ts';
@@ -68,9 +67,6 @@ export interface RelayOptions {
   conn: ConnectionRecord;
   downstream: net.Socket;
   target: UpstreamUrl;
-  upstreamCa: Buffer | undefined;
-  nextConnId: () => number;
-  connectFailures: ConnectFailureLog;
   /** Translate mode: client header blocks written anew, with the call's traceparent. */
   translate: boolean;
 }
@@ -117,7 +113,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
     this.ctx = ctx;
     this.conn = opts.conn;
     this.down = opts.downstream;
-    this.upstream = new UpstreamLink(ctx.observer, opts.nextConnId(), target.authority);
+    this.upstream = new UpstreamLink(ctx.observer, ctx.nextConnId(), target.authority);
     this.translate = opts.translate;
     this.fromClient = new FrameParser(this.clientSink(), true, undefined, opts.translate ? (bytes) => this.toUpstream.pass(bytes) : undefined);
     this.fromUpstream = new FrameParser(this.upstreamSink(), false);
@@ -137,10 +133,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
     this.down.setNoDelay(true);
     this.down.on('data', (chunk: Buffer) => this.onClientBytes(chunk));
     this.down.on('close', () => this.onClientClose());
-    const up = (this.up = connectUpstream(target, opts.upstreamCa, ctx.config.connectTimeoutMs, () => this.onUpstreamConnected()));
+    const up = (this.up = connectUpstream(target, ctx.upstreamCa, ctx.config.connectTimeoutMs, () => this.onUpstreamConnected()));
     up.on('error', (err: Error & { code?: string }) => {
       if (this.phase !== 'connecting') return;
-      opts.connectFailures.report(target.authority, err);
+      ctx.connectFailures.report(target.authority, err);
       this.answerLocally(`upstream unavailable: ${err.code ?? err.message}`);
     });
     up.on('data', (chunk: Buffer) => this.onUpstreamBytes(chunk));

@@ -1,8 +1,8 @@
 // Calls the relay sends on a connection of its own — a session of the
-// terminating path's pool (proxy/h2-session-pool.ts) — instead of the relayed
+// terminating path's pool (upstream/h2-session-pool.ts) — instead of the relayed
 // upstream's: new calls once the upstream went away gracefully (its GOAWAY kept
 // from the client), and a call the upstream refused unprocessed, sent once more
-// as the terminating path retries (proxy/upstream-retries.ts). The request is
+// as the terminating path retries (upstream/upstream-retries.ts). The request is
 // written anew from its decoded headers and held body; the answer goes back to
 // the client on the call's own stream id as frames of the relay's own (through
 // the client writer): header blocks as literals without indexing, so the
@@ -13,15 +13,15 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
-import type { ProxyContext } from '../proxy/context.ts';
-import type { PooledSession } from '../proxy/h2-session-pool.ts';
-import { fieldsFromRaw } from '../proxy/hop-by-hop.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import type { PooledSession } from '../upstream/h2-session-pool.ts';
+import { fieldsFromRaw } from '../protocol/hop-by-hop.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 import type { ClientWriter } from './client-writer.ts';
 import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
 import { dataFrame, headerBlockFrames, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
 import { replyFrames } from './local-endings.ts';
-import { refusal, type RetryReason } from '../proxy/upstream-retries.ts';
+import { refusal, type RetryReason } from '../upstream/upstream-retries.ts';
 import type { RelayCalls } from './relay-calls.ts';
 import type { Phase } from './relay-phase.ts';
 import { DetourStream, type Piece, type RelayStream } from './relay-stream.ts';
@@ -53,7 +53,7 @@ export class RelayDetour {
    * The upstream refused the call unprocessed (a stream above its GOAWAY's last
    * stream id, or REFUSED_STREAM before any response), and the whole request is
    * held: it is sent once more, on a connection of the relay's own, as the
-   * terminating path retries (proxy/upstream-retries.ts).
+   * terminating path retries (upstream/upstream-retries.ts).
    */
   retry(id: number, stream: RelayStream, reason: RetryReason): void {
     (stream.detour ??= new DetourStream(id, stream, this.sending)).retried = true;

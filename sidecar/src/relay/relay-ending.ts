@@ -4,11 +4,11 @@
 // known is the one its calls read, but where the relay cuts the connection
 // itself. The connection (relay-connection.ts) moves the phases and writes the
 // frames; this says why, to the logs and fault counts once, and to the calls.
-import { CONNECTION_CLOSED } from '../observe/call-record.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import type { TerminationReason } from '../observe/faults.ts';
+import { CONNECTION_CLOSED } from '../call/call-record.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import type { TerminationReason } from '../call/faults.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { ErrorCode, hasCode } from '../core/errors.ts';
 import type { FrameError } from './frame-parser.ts';
 import type { RelayCalls, Reset } from './relay-calls.ts';

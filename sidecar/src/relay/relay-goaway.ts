@@ -5,7 +5,7 @@
 // step new streams are refused. The connection (relay-connection.ts) keeps the
 // phases, and the timer between the two steps.
 import { Http2Error } from '../protocol/reset-codes.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { MAX_STREAM_ID } from '../h2/frame-types.ts';
 import type { ClientWriter } from './client-writer.ts';
 import { voidFrame } from './frame-rewrite.ts';

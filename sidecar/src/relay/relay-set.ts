@@ -1,19 +1,16 @@
 // The relayed connections of one listener: where the listener hands an HTTP/2
 // connection when the relay applies, and what its drain and shutdown reach.
 import type net from 'node:net';
-import { noopTracing } from '../observe/call-tracing.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import { noopTracing } from '../call/call-tracing.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 
 export class RelaySet {
   private readonly live = new Map<net.Socket, RelayConnection>();
-  private readonly ca: Buffer | undefined;
   private draining = false;
 
-  constructor(private readonly ctx: ProxyContext, private readonly nextConnId: () => number) {
-    this.ca = ctx.upstreamCa;
-  }
+  constructor(private readonly ctx: ProxyContext) {}
 
   /**
    * Relays `socket` (its first bytes, the preface, unread or put back) to the
@@ -41,9 +38,6 @@ export class RelaySet {
       conn,
       downstream: socket,
       target: this.ctx.config.upstream,
-      upstreamCa: this.ca,
-      nextConnId: this.nextConnId,
-      connectFailures: this.ctx.connectFailures,
       // Tracing hands the upstream the sidecar's span: each request's header block is written anew.
       translate: this.ctx.tracing !== noopTracing,
     });

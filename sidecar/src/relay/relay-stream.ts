@@ -2,12 +2,12 @@
 // response frames as they pass, fed to the same Call (and so the same records
 // and metrics) as the terminating path.
 import type http2 from 'node:http2';
-import type { ConnectionRecord } from '../observe/observer.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 import { detectRequest } from '../protocol/detect.ts';
 import { headerText } from '../protocol/header-text.ts';
 import { now } from '../clock.ts';
-import { Call } from '../proxy/call.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import { Call } from '../call/call.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 

@@ -5,7 +5,7 @@
 import net from 'node:net';
 import type tls from 'node:tls';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ConnectionRecord, Observer } from '../observe/observer.ts';
+import type { ConnectionRecord, Observer } from '../call/observer.ts';
 import { nodeTls } from '../builtins.ts';
 import { now } from '../clock.ts';
 import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';

@@ -5,9 +5,9 @@
 // upstream that could not be reached.
 import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { Call } from '../proxy/call.ts';
+import type { Call } from '../call/call.ts';
 import { now } from '../clock.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode, rpcHttpStatusToGrpcCode } from '../protocol/status-codes.ts';
 import { FrameReader, type Frame } from './grpc-frame.ts';

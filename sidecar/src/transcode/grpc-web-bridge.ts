@@ -9,8 +9,8 @@
 //     "name:value\r\n" lines
 //
 // Over HTTP/1.1 too: the browser's connection need not be HTTP/2.
-import type { Call } from '../proxy/call.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { Call } from '../call/call.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { decodeBase64Runs } from '../protocol/message-framing.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';

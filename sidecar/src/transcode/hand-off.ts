@@ -8,15 +8,15 @@ import type http2 from 'node:http2';
 import type { Config } from '../config/load.ts';
 import type { Logger } from '../log.ts';
 import { ConfigError } from '../config/parse-value.ts';
-import type { Inbound } from '../proxy/inbound.ts';
-import type { ProxyContext, Translating as TranslatingStage } from '../proxy/context.ts';
+import type { Inbound } from '../call/inbound.ts';
+import type { ProxyContext, Translating as TranslatingStage } from '../upstream/context.ts';
 import { h1Caller, h2Caller, type Caller } from './caller.ts';
 import { Cors } from './cors.ts';
 import { bridgeGrpcWeb } from './grpc-web-bridge.ts';
 import { transcodeRest } from './rest-transcoder.ts';
 import { Shadow } from './shadow.ts';
 import { RehearsalSplit } from './rehearsal-split.ts';
-import type { TranscodeTable } from './transcode-table.ts';
+import type { TranscodeTable } from '../route/transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
 
 export class Translating implements TranslatingStage {
@@ -80,13 +80,16 @@ export class Translating implements TranslatingStage {
   }
 }
 
+/** The settings the translating paths are built from. */
+export type TranslatingSettings = Pick<Config, 'transcode' | 'grpcWebBridge' | 'split' | 'shadow' | 'protoDir' | 'corsOrigins'>;
+
 /**
  * What translating the settings ask for; undefined when they ask for none.
  * `table`: the google.api.http bindings read at start (config/start-files.ts)
  * with --transcode or --split; `upstreamCa`: the --upstream-ca bundle, read
  * once at start, for the mirror's upstream.
  */
-export function createTranslating(config: Config, log: Logger, upstreamCa: Buffer | undefined, table: TranscodeTable | undefined): Translating | undefined {
+export function createTranslating(config: TranslatingSettings, log: Logger, upstreamCa: Buffer | undefined, table: TranscodeTable | undefined): Translating | undefined {
   const splitting = config.split.size > 0;
   if (!config.transcode && !config.grpcWebBridge && !splitting && !config.shadow) return undefined;
   const split = splitting ? new RehearsalSplit(config.split) : undefined;

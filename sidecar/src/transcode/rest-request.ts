@@ -5,8 +5,8 @@
 // dotted paths (`?page_size=10&filter.customer=ann`, proto or JSON names;
 // repeated fields by repeating the parameter).
 import protobuf from 'protobufjs';
-import type { HttpBinding, BoundVariable } from './http-binding.ts';
-import { fieldByJsonOrProtoName, JsonMappingError, type JsonMapping } from './json-mapping.ts';
+import type { HttpBinding, BoundVariable } from '../route/http-binding.ts';
+import { fieldByJsonOrProtoName, JsonMappingError, type JsonMapping } from '../route/json-mapping.ts';
 
 type Obj = Record<string, unknown>;
 

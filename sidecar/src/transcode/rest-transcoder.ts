@@ -6,15 +6,15 @@
 // text/event-stream. Errors are google.rpc.Status JSON with the mapped HTTP
 // status; header and trailer metadata reach the caller as response headers.
 import { performance } from 'node:perf_hooks';
-import type { Call } from '../proxy/call.ts';
-import type { ProxyContext } from '../proxy/context.ts';
+import type { Call } from '../call/call.ts';
+import type { ProxyContext } from '../upstream/context.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import type { Caller } from './caller.ts';
 import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
 import { requestMetadata, responseMetadata, startGrpcCall, type GrpcEnd } from './grpc-upstream-call.ts';
 import { restRequestMessage, restResponseJson } from './rest-request.ts';
 import { rpcStatusJson } from './rpc-status-json.ts';
-import type { Matched, TranscodeTable } from './transcode-table.ts';
+import type { Matched, TranscodeTable } from '../route/transcode-table.ts';
 import type { TranscodeMetrics } from './transcode-metrics.ts';
 import { ErrorCode, errorCode, hasCode } from '../core/errors.ts';
 

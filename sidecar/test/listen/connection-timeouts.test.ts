@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConnectionTimeouts, type Expiry } from '../../src/listen/connection-timeouts.ts';
-import type { ConnectionRecord } from '../../src/observe/observer.ts';
+import type { ConnectionRecord } from '../../src/call/observer.ts';
 
 function conn(): ConnectionRecord {
   return { id: 1, side: 'downstream', httpVersion: '1.1', peer: 'p', openTime: 0, closeTime: 0, calls: 0, active: 0 };

@@ -13,8 +13,9 @@ import { loadStartFiles } from '../../src/config/start-files.ts';
 import { createLogger } from '../../src/log.ts';
 import { createAccessLog } from '../../src/observe/access-log.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { Router } from '../../src/route/router.ts';
 import { createObservation } from '../../src/observe/observation.ts';
-import { noopObserver } from '../../src/observe/observer.ts';
+import { noopObserver } from '../../src/call/observer.ts';
 import { startSidecar } from '../../src/pipeline.ts';
 import { h1Request } from '../support/http-clients.ts';
 import { endedCall } from './records.ts';
@@ -40,7 +41,7 @@ describe('access log', () => {
     const config = result.config;
     const log = createLogger('silent');
     const files = loadStartFiles(config);
-    const sidecar = await startSidecar(config, log, (known) => createObservation(config, files, log, {}, known));
+    const sidecar = await startSidecar(config, log, (known, _faults, router) => createObservation(config, router, log, {}, known), { files });
     const proxy = `http://127.0.0.1:${sidecar.proxyAddress.port}`;
     try {
       assert.equal((await h1Request(`${proxy}/v1/orders/42`)).status, 200);
@@ -66,7 +67,7 @@ describe('access log', () => {
   });
 
   it('is the no-op observer when off or sampled at 0, and samples about the share asked for', async () => {
-    const metrics = createMetricsObserver({ maxMethods: 100, env: {} });
+    const metrics = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
     const route = (call: Parameters<typeof metrics.route>[0]) => metrics.route(call);
     const log = createLogger('silent');
     assert.equal(createAccessLog({ destination: 'off', sample: 1, route, log }).observer, noopObserver);

@@ -1,5 +1,5 @@
 // The metrics label a call by the route it carries (resolved once as it started,
-// proxy/call.ts), not by routing its path again; the access log's route is the
+// call/call.ts), not by routing its path again; the access log's route is the
 // same object. Only a record with no route is routed here.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -9,7 +9,7 @@ import { endedCall } from './records.ts';
 import { scrape } from './scrape.ts';
 
 describe('metrics: the route carried on the record', () => {
-  const metrics = createMetricsObserver({ maxMethods: 100, env: {} });
+  const metrics = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
   after(() => metrics.shutdown());
 
   it('labels the call by its carried route, and routes a record that carries none', async () => {

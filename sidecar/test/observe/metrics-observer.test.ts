@@ -7,14 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../../src/call/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
-import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
-import type { MetricsDetail } from '../../src/observe/metrics-detail.ts';
+import { METRICS_DETAILS } from '../../src/config/schema.ts';
+import type { MetricsDetail } from '../../src/config/schema.ts';
 import type { MetricsObserver, MetricsObserverOptions } from '../../src/observe/metrics-observer.ts';
-import { composeObservers, noopObserver } from '../../src/observe/observer.ts';
-import type { ConnectionRecord } from '../../src/observe/observer.ts';
+import { Router, type RouterOptions } from '../../src/route/router.ts';
+import { composeObservers, noopObserver } from '../../src/call/observer.ts';
+import type { ConnectionRecord } from '../../src/call/observer.ts';
 import { loadOperationsFile } from '../../src/route/operation-map.ts';
 import { loadProtoDir } from '../../src/route/proto-catalog.ts';
 import { endedCall } from './records.ts';
@@ -25,8 +26,10 @@ const fixtures = join(import.meta.dirname, '../fixtures');
 const observers: MetricsObserver[] = [];
 after(() => Promise.all(observers.map((o) => o.shutdown())));
 
-function observer(opts: Partial<MetricsObserverOptions> = {}): MetricsObserver {
-  const o = createMetricsObserver({ maxMethods: 100, env: {}, ...opts });
+/** A metrics observer with its own router, as the pipeline hands it one. */
+function observer(opts: Partial<MetricsObserverOptions> & Partial<RouterOptions> = {}): MetricsObserver {
+  const { maxMethods = 100, routes, operations, protos, ...rest } = opts;
+  const o = createMetricsObserver({ router: new Router({ maxMethods, routes, operations, protos }), env: {}, ...rest });
   observers.push(o);
   return o;
 }

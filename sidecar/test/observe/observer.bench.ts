@@ -5,9 +5,10 @@
 //   node --import tsx sidecar/test/observe/observer.bench.ts
 import { performance } from 'node:perf_hooks';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
-import { composeObservers } from '../../src/observe/observer.ts';
+import { Router } from '../../src/route/router.ts';
+import { composeObservers } from '../../src/call/observer.ts';
 import { createTap } from '../../src/admin/tap.ts';
 import { CALL_DURATION_SECONDS, PAYLOAD_BYTES } from '../../src/observe/buckets.ts';
 import { OtlpMetricsReader } from '../../src/observe/otlp-metrics-reader.ts';
@@ -56,7 +57,7 @@ function measure(name: string, calls: number, observe: (call: CallRecord) => voi
   console.log(`${name.padEnd(60)} ${perCall[Math.floor(ROUNDS / 2)]!.toFixed(2)} µs/call (median of ${ROUNDS} × ${calls} calls)`);
 }
 
-const observer = createMetricsObserver({ maxMethods: 100, env: {} });
+const observer = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
 measure('metrics observer: callStarted + callEnded, every metric', 200_000, (call) => {
   const end = call.endTime;
   observer.callStarted(call);
@@ -70,9 +71,9 @@ measure('metrics observer: callStarted + callEnded, every metric', 200_000, (cal
 // The rows' rounds are interleaved, so that a noisy machine slows them alike.
 {
   const rows = [
-    { name: 'OTLP off', observer: createMetricsObserver({ maxMethods: 100, env: {} }), read: undefined as OtlpMetricsReader | undefined },
-    { name: 'OTLP on, explicit buckets (export read every 20k calls)', observer: createMetricsObserver({ maxMethods: 100, env: {} }), read: undefined as OtlpMetricsReader | undefined },
-    { name: 'OTLP on, exponential histograms (export read every 20k calls)', observer: createMetricsObserver({ maxMethods: 100, env: {}, exponentialHistograms: true }), read: undefined as OtlpMetricsReader | undefined },
+    { name: 'OTLP off', observer: createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} }), read: undefined as OtlpMetricsReader | undefined },
+    { name: 'OTLP on, explicit buckets (export read every 20k calls)', observer: createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} }), read: undefined as OtlpMetricsReader | undefined },
+    { name: 'OTLP on, exponential histograms (export read every 20k calls)', observer: createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, exponentialHistograms: true }), read: undefined as OtlpMetricsReader | undefined },
   ];
   for (const row of rows.slice(1)) row.read = new OtlpMetricsReader('cumulative', 0, row.observer.collect().callDuration);
   const records = workload();
@@ -106,9 +107,9 @@ measure('metrics observer: callStarted + callEnded, every metric', 200_000, (cal
 const tap = createTap();
 measure('tap observer alone, nobody watching', 2_000_000, (call) => tap.observer.callEnded(call));
 for (const [name, observers] of [
-  ['metrics observer, composed as the sidecar does (baseline)', [createMetricsObserver({ maxMethods: 100, env: {} })]],
-  ['metrics observer + tap (nobody watching), composed', [createMetricsObserver({ maxMethods: 100, env: {} }), tap.observer]],
-  ['metrics observer, --histograms native (native buckets beside the classic)', [createMetricsObserver({ maxMethods: 100, env: {}, histograms: 'native' })]],
+  ['metrics observer, composed as the sidecar does (baseline)', [createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} })]],
+  ['metrics observer + tap (nobody watching), composed', [createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} }), tap.observer]],
+  ['metrics observer, --histograms native (native buckets beside the classic)', [createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, histograms: 'native' })]],
 ] as const) {
   const composed = composeObservers([...observers], () => {});
   measure(name, 200_000, (call) => {
@@ -128,7 +129,7 @@ for (const [name, step, tracing] of [
   ['tracing on, worst case: every call updates its bucket\'s exemplar', 1000, true],
 ] as const) {
   const spans = new WeakMap<CallRecord, { traceId: string; spanId: string; traceFlags: number }>();
-  const traced = createMetricsObserver({ maxMethods: 100, env: {}, spanOf: tracing ? (call) => spans.get(call) : undefined });
+  const traced = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, spanOf: tracing ? (call) => spans.get(call) : undefined });
   let clock = 2000;
   let n = 0;
   measure(`metrics observer: ${name}`, 200_000, (call) => {
@@ -143,7 +144,7 @@ for (const [name, step, tracing] of [
 }
 
 // Scraping: collection and serialization of a full guard's worth of methods.
-const full = createMetricsObserver({ maxMethods: 100, env: {} });
+const full = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
 for (let m = 0; m < 100; m++) {
   for (const grpcStatus of [0, 5, 14]) {
     full.callEnded(endedCall({ path: `/order.v1.OrderService/Method${m}`, httpStatus: 200, grpcStatus, requestMessages: 1, responseMessages: 1, deadline: { header: 'grpc-timeout', raw: '1S', ms: 1000 } }));

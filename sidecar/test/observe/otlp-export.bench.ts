@@ -6,8 +6,9 @@
 // timer, never on a call. Prints figures; asserts nothing.
 //   node --import tsx sidecar/test/observe/otlp-export.bench.ts
 import { performance } from 'node:perf_hooks';
-import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
+import { METRICS_DETAILS } from '../../src/config/schema.ts';
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { Router } from '../../src/route/router.ts';
 import { encodeJson, encodeProtobuf, type ExportMetricsServiceRequest } from '../../src/observe/otlp-metrics-encoding.ts';
 import { OtlpMetricsReader } from '../../src/observe/otlp-metrics-reader.ts';
 import { workloadCalls } from './series-workload.ts';
@@ -27,7 +28,7 @@ function median(run: () => unknown): number {
 console.log(`${'level'.padEnd(10)} ${'render ms'.padStart(10)} ${'text KB'.padStart(8)} ${'OTLP pb ms'.padStart(11)} ${'pb KB'.padStart(7)} ${'OTLP json ms'.padStart(13)} ${'json KB'.padStart(8)}`);
 // Each level with explicit buckets, and `standard` with exponential histograms (OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION).
 for (const [detail, exponential] of [...METRICS_DETAILS.map((d) => [d, false] as const), ['standard', true] as const]) {
-  const observer = createMetricsObserver({ maxMethods: 100, env: {}, detail, exponentialHistograms: exponential });
+  const observer = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail, exponentialHistograms: exponential });
   for (const call of workloadCalls()) {
     const end = call.endTime;
     observer.callStarted(call);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import protobuf from 'protobufjs';
 import { createMetricsObserver, type MetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { Router } from '../../src/route/router.ts';
 import { NATIVE_ZERO_THRESHOLD, nativeBucket } from '../../src/observe/metric-cells.ts';
 import { acceptsProtobuf } from '../../src/observe/prometheus-protobuf.ts';
 import { endedCall } from './records.ts';
@@ -87,7 +88,7 @@ function nativeCounts(h: DecodedHistogram): Map<number, number> {
 const LATENCIES_MS = [0, 3, 12, 12.5, 30, 30, 31, 125, 250, 1000, 4000];
 
 function observed(histograms: 'classic' | 'native' | 'both'): MetricsObserver {
-  const o = createMetricsObserver({ maxMethods: 10, env: {}, histograms });
+  const o = createMetricsObserver({ router: new Router({ maxMethods: 10 }), env: {}, histograms });
   for (const ms of LATENCIES_MS) {
     const call = endedCall({ path: '/shop.v1.Catalog/GetItem', httpStatus: 200, grpcStatus: 0, ms, deadline: { header: 'grpc-timeout', raw: '10S', ms: 10_000 } });
     const end = call.endTime;

@@ -1,6 +1,6 @@
 // Hand-built call records, as the proxy would leave them at a call's end.
-import { newCallRecord } from '../../src/observe/call-record.ts';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import { newCallRecord } from '../../src/call/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 
 let nextId = 1;
 

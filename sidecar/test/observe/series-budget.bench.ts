@@ -6,8 +6,9 @@
 // figures; asserts nothing (the budget is asserted in metrics-observer.test.ts).
 //   node --import tsx sidecar/test/observe/series-budget.bench.ts
 import { createMetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { Router } from '../../src/route/router.ts';
 import type { MetricsObserver } from '../../src/observe/metrics-observer.ts';
-import { METRICS_DETAILS } from '../../src/observe/metrics-detail.ts';
+import { METRICS_DETAILS } from '../../src/config/schema.ts';
 import { exposedFamilies } from './exposition-size.ts';
 import { scrape, scrapeBytes } from './scrape.ts';
 import { workloadCalls } from './series-workload.ts';
@@ -59,5 +60,5 @@ function cellsOf(text: string, name: string): number {
 }
 
 for (const detail of METRICS_DETAILS) {
-  await measure(`--metrics-detail ${detail}${detail === 'standard' ? ' (default)' : ''}`, (histograms) => createMetricsObserver({ maxMethods: 100, env: {}, detail, histograms }));
+  await measure(`--metrics-detail ${detail}${detail === 'standard' ? ' (default)' : ''}`, (histograms) => createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail, histograms }));
 }

@@ -4,7 +4,7 @@
 // answered 200, a few calls each, with an outbound share, deadlines on half the
 // gRPC methods and a Connect server stream: the shape docs/metrics.md
 // "Detail levels and cost" is sized against.
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { endedCall } from './records.ts';
 
 export const GRPC_METHODS = 100;

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createMetricsObserver, type MetricsObserver } from '../../src/observe/metrics-observer.ts';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import { Router } from '../../src/route/router.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { contractSamples, scrape } from './scrape.ts';
 import { workloadCalls } from './series-workload.ts';
 
@@ -23,8 +24,8 @@ function replay(o: MetricsObserver, calls: CallRecord[]): void {
 
 for (const accept of [undefined, OPENMETRICS]) {
   test(`${accept === undefined ? 'Prometheus text' : 'OpenMetrics'}: lines kept between scrapes never go stale`, async () => {
-    const scraped = createMetricsObserver({ maxMethods: 100, env: {} });
-    const fresh = createMetricsObserver({ maxMethods: 100, env: {} });
+    const scraped = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
+    const fresh = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {} });
     // Three batches: all of the workload, then a third of it twice (some series change, most do not).
     const batches = [workloadCalls(), workloadCalls().filter((_, i) => i % 3 === 0), workloadCalls().filter((_, i) => i % 3 === 1)];
     let between = '';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { constants } from 'node:http2';
-import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../../src/call/call-record.ts';
 import { http2ErrorName, resetToGrpcCode } from '../../src/protocol/reset-codes.ts';
 import { grpcCodeName } from '../../src/protocol/status-codes.ts';
 

@@ -12,8 +12,9 @@ import { createHTTPServer } from '@trpc/server/adapters/standalone';
 import { EventSource } from 'eventsource';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { noopTracing } from '../../src/observe/call-tracing.ts';
+import { noopTracing } from '../../src/call/call-tracing.ts';
 import { createMetricsObserver, type MetricsObserver } from '../../src/observe/metrics-observer.ts';
+import { Router } from '../../src/route/router.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 
 // tRPC's own JSON lines encoder and decoder take seconds over a few MiB: half a MiB keeps the test quick.
@@ -87,7 +88,7 @@ describe('tRPC through the sidecar', () => {
     const up = upstream.address() as AddressInfo;
     const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', `http://127.0.0.1:${up.port}`, '--log-level', 'silent', '--drain-timeout', '1s'], {});
     if (result.kind !== 'run') throw new Error('unexpected help');
-    metrics = createMetricsObserver({ maxMethods: result.config.maxMethods });
+    metrics = createMetricsObserver({ router: new Router({ maxMethods: result.config.maxMethods }) });
     sidecar = await startSidecar(result.config, createLogger('silent'), () => ({
       observers: [metrics],
       tracing: noopTracing,

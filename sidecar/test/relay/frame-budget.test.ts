@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { ClientFrameBudget, INBOUND_FRAME_LIMITS, headerListRefusal } from '../../src/relay/frame-budget.ts';
 import { DEFAULT_MAX_HEADER_BLOCK } from '../../src/relay/frame-parser.ts';
 import { CLIENT_PREFACE, Flag, FrameType } from '../../src/h2/frame-types.ts';
-import { frame } from '../../src/relay/frame-writer.ts';
+import { frame } from '../../src/h2/frames.ts';
 
 const windowUpdate = (): Buffer => frame(FrameType.WINDOW_UPDATE, 0, 0, Buffer.from([0, 0, 0, 1]));
 const headers = (id: number, flags = Flag.END_HEADERS | Flag.END_STREAM): Buffer => frame(FrameType.HEADERS, flags, id, Buffer.from([0x82, 0x86, 0x84]));

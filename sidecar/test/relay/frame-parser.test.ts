@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FrameError, FrameParser, type FrameSink } from '../../src/relay/frame-parser.ts';
 import { CLIENT_PREFACE, Flag, FrameType } from '../../src/h2/frame-types.ts';
-import { encodeLiteralBlock, frame, goawayFrame, rstStreamFrame } from '../../src/relay/frame-writer.ts';
+import { encodeLiteralBlock } from '../../src/relay/frame-writer.ts';
+import { frame, goawayFrame, rstStreamFrame } from '../../src/h2/frames.ts';
 
 type Event = (string | number)[];
 

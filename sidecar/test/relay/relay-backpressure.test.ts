@@ -11,7 +11,8 @@ import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startCountingHop, type CountingHop } from '../../../test/support/counting-hop.ts';
 import { eventually, settled } from '../../../test/support/eventually.ts';
-import { SETTINGS_ACK, encodeLiteralBlock, frame, headersFrame } from '../../src/relay/frame-writer.ts';
+import { encodeLiteralBlock } from '../../src/relay/frame-writer.ts';
+import { SETTINGS_ACK, frame, headersFrame } from '../../src/h2/frames.ts';
 import { CLIENT_PREFACE, FrameType } from '../../src/h2/frame-types.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 

@@ -10,8 +10,9 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, startGrpcJsEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { FrameParser } from '../../src/relay/frame-parser.ts';
 import { CLIENT_PREFACE, Flag, FrameType } from '../../src/h2/frame-types.ts';
-import { EMPTY_SETTINGS, encodeLiteralBlock, frame } from '../../src/relay/frame-writer.ts';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import { encodeLiteralBlock } from '../../src/relay/frame-writer.ts';
+import { EMPTY_SETTINGS, frame } from '../../src/h2/frames.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import { h2Request } from '../support/http-clients.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 

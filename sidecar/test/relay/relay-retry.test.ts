@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { noopTracing } from '../../src/observe/call-tracing.ts';
+import { noopTracing } from '../../src/call/call-tracing.ts';
 import type { MetricFamily } from '../../src/observe/metric-cells.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 import { createRecorder, type Recorder } from '../support/sidecar.ts';

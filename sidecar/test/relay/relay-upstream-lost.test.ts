@@ -10,7 +10,7 @@ import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { eventually } from '../../../test/support/eventually.ts';
-import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
+import { CONNECTION_CLOSED } from '../../src/call/call-record.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
 const { NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR } = http2.constants;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startGrpcJsEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
-import type { CallRecord } from '../../src/observe/call-record.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
 import type { Route } from '../../src/route/router.ts';
 import { startTestSidecar } from '../support/sidecar.ts';
 

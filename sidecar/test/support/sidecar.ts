@@ -3,9 +3,9 @@
 // read each call's record.
 import { loadConfig, type Config } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { noopTracing } from '../../src/observe/call-tracing.ts';
-import type { CallRecord } from '../../src/observe/call-record.ts';
-import type { ConnectionRecord, GoawaySide, Observer } from '../../src/observe/observer.ts';
+import { noopTracing } from '../../src/call/call-tracing.ts';
+import type { CallRecord } from '../../src/call/call-record.ts';
+import type { ConnectionRecord, GoawaySide, Observer } from '../../src/call/observer.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 
 export interface Recorder extends Observer {

@@ -54,7 +54,7 @@ describe('gRPC-Web bridged to a grpc-js upstream', () => {
     const config = result.kind === 'run' ? result.config : (undefined as never);
     const files = loadStartFiles(config);
     const log = createLogger('silent');
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, {}, known, faults));
+    sidecar = await startSidecar(config, log, (known, faults, router) => createObservation(config, router, log, {}, known, faults), { files });
     url = `http://127.0.0.1:${sidecar.proxyAddress.port}`;
     admin = `http://127.0.0.1:${sidecar.adminAddress.port}`;
   });

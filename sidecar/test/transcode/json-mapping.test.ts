@@ -1,4 +1,4 @@
-// The proto3 JSON mapping (src/transcode/json-mapping.ts) at the edges of its
+// The proto3 JSON mapping (src/route/json-mapping.ts) at the edges of its
 // values, each test a finding of the json-mapping fuzz target: what does not fit
 // is a JsonMappingError naming the field (a request answered 400, an answer
 // failing the call INTERNAL), never another value. The spec:
@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
-import { JsonMapping, JsonMappingError } from '../../src/transcode/json-mapping.ts';
+import { JsonMapping, JsonMappingError } from '../../src/route/json-mapping.ts';
 
 type Obj = Record<string, unknown>;
 

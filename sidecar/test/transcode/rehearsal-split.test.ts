@@ -42,7 +42,7 @@ describe('--split between a REST app and a gRPC service', () => {
     const config = result.kind === 'run' ? result.config : (undefined as never);
     const files = loadStartFiles(config);
     const log = createLogger('silent');
-    sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, files, log, {}, known, faults));
+    sidecar = await startSidecar(config, log, (known, faults, router) => createObservation(config, router, log, {}, known, faults), { files });
     url = `http://127.0.0.1:${sidecar.proxyAddress.port}`;
     admin = `http://127.0.0.1:${sidecar.adminAddress.port}`;
   });
@@ -84,7 +84,7 @@ describe('--split settings', () => {
     assert.equal(result.kind, 'run');
     const config = result.kind === 'run' ? result.config : (undefined as never);
     await assert.rejects(
-      startSidecar(config, createLogger('silent'), (known, faults) => createObservation(config, loadStartFiles(config), createLogger('silent'), {}, known, faults)),
+      startSidecar(config, createLogger('silent'), (known, faults, router) => createObservation(config, router, createLogger('silent'), {}, known, faults)),
       (err: Error) => err instanceof ConfigError && /--split: shop\.v1\.Shop\/GetItems is no method with a google\.api\.http rule .*shop\.v1\.Shop\/GetItem,/u.test(err.message),
     );
   });

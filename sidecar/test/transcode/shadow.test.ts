@@ -7,7 +7,6 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { loadConfig } from '../../src/config/load.ts';
-import { loadStartFiles } from '../../src/config/start-files.ts';
 import { createLogger } from '../../src/log.ts';
 import { createObservation } from '../../src/observe/observation.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
@@ -64,7 +63,7 @@ async function start(upstream: string, shadow: string, lines: string[], extra: s
   assert.equal(result.kind, 'run');
   const config = result.kind === 'run' ? result.config : (undefined as never);
   const log = createLogger('warn', (l) => lines.push(l));
-  const sidecar = await startSidecar(config, log, (known, faults) => createObservation(config, loadStartFiles(config), log, {}, known, faults));
+  const sidecar = await startSidecar(config, log, (known, faults, router) => createObservation(config, router, log, {}, known, faults));
   return { sidecar, url: `http://127.0.0.1:${sidecar.proxyAddress.port}`, admin: `http://127.0.0.1:${sidecar.adminAddress.port}` };
 }
 

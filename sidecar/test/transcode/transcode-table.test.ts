@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import { loadStartFiles } from '../../src/config/start-files.ts';
 import { checkReport } from '../../src/check.ts';
-import { loadTranscodeTable } from '../../src/transcode/transcode-table.ts';
+import { loadTranscodeTable } from '../../src/route/transcode-table.ts';
 import { tempFile } from '../route/temp-files.ts';
 import { SHOP_PROTO_DIR } from './shop-server.ts';
 

@@ -1,7 +1,7 @@
 // Connections, downstream and upstream, by HTTP version: how many are open, how
 // long the closed ones lived and how many calls each carried.
 import type { HistogramCell, ValueCell } from '../metric-cells.ts';
-import type { ConnectionRecord } from '../observer.ts';
+import type { ConnectionRecord } from '../../call/observer.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 
 interface ConnectionCells {

@@ -2,8 +2,8 @@
 // that carried none (gRPC family) or an unparsable one, and calls that missed
 // theirs, by who noticed.
 import { GrpcCode } from '../../protocol/status-codes.ts';
-import { deadlineDetection } from '../call-outcome.ts';
-import type { CallRecord } from '../call-record.ts';
+import { deadlineDetection } from '../../call/call-outcome.ts';
+import type { CallRecord } from '../../call/call-record.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 import { routeLabels, type RouteCells } from './route-cells.ts';
 

@@ -5,7 +5,7 @@
 // closed as they came past --max-connections. Every
 // known site and reason has its series from the start, at 0: an alert on
 // increase() needs the series before the first fault.
-import { EJECTION_REASONS, FAULT_SITES, KEEPALIVE_SIDES, STREAM_REFUSAL_REASONS, TERMINATION_REASONS, type Faults } from '../faults.ts';
+import { EJECTION_REASONS, FAULT_SITES, KEEPALIVE_SIDES, STREAM_REFUSAL_REASONS, TERMINATION_REASONS, type Faults } from '../../call/faults.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 
 export class FaultRecorder {

@@ -3,10 +3,10 @@
 // rpcscope_http2_goaways_total by side and error code.
 import type { CallReset } from '../../protocol/vocabulary.ts';
 import { http2ErrorName } from '../../protocol/reset-codes.ts';
-import { endingReset } from '../call-outcome.ts';
-import type { CallRecord } from '../call-record.ts';
+import { endingReset } from '../../call/call-outcome.ts';
+import type { CallRecord } from '../../call/call-record.ts';
 import type { ValueCell } from '../metric-cells.ts';
-import type { GoawaySide } from '../observer.ts';
+import type { GoawaySide } from '../../call/observer.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 import { routeLabels, type RouteCells } from './route-cells.ts';
 

@@ -6,7 +6,7 @@ import type { Direction, Encoding, Protocol } from '../../protocol/vocabulary.ts
 import type { MethodShape } from '../../route/proto-catalog.ts';
 import type { Route } from '../../route/router.ts';
 import type { HistogramCell, ValueCell, ValueFamily } from '../metric-cells.ts';
-import type { DeadlineDetection } from '../call-outcome.ts';
+import type { DeadlineDetection } from '../../call/call-outcome.ts';
 
 export type StreamType = Exclude<MethodShape, 'unary'>;
 

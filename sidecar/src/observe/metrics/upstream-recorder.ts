@@ -5,10 +5,10 @@
 import type { MethodShape } from '../../route/proto-catalog.ts';
 import { MethodGuard, OTHER } from '../../route/method-guard.ts';
 import { grpcCodeName } from '../../protocol/status-codes.ts';
-import type { CallRecord } from '../call-record.ts';
+import type { CallRecord } from '../../call/call-record.ts';
 import { LoadSkew } from '../load-skew.ts';
 import type { HistogramCell, ValueCell } from '../metric-cells.ts';
-import type { ConnectionRecord } from '../observer.ts';
+import type { ConnectionRecord } from '../../call/observer.ts';
 import type { MetricCatalogue } from './catalogue.ts';
 
 /**

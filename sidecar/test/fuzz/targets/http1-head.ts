@@ -2,7 +2,7 @@
 // an HTTP/1.1 request head. Node's llhttp parses the head; this harness splits it
 // no more leniently than llhttp does and hands the pieces on as Node would:
 // the first-bytes sniff (src/listen/sniff.ts), the hop-by-hop filter and header
-// object building (src/proxy/hop-by-hop.ts), the header list size
+// object building (src/protocol/hop-by-hop.ts), the header list size
 // (src/h2/header-list-size.ts), protocol detection (src/protocol/detect.ts),
 // the deadline header (src/protocol/deadline-header.ts) and the path labels
 // (src/route/rpc-method.ts, src/route/learned-template.ts).
@@ -20,7 +20,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { piecesOf, type FuzzTarget } from '../engine.ts';
 import { H2_PREFACE, sniffHttpVersion } from '../../../src/listen/sniff.ts';
-import { fieldsFromRaw, filterRawHeaders } from '../../../src/proxy/hop-by-hop.ts';
+import { fieldsFromRaw, filterRawHeaders } from '../../../src/protocol/hop-by-hop.ts';
 import { headerListSize } from '../../../src/h2/header-list-size.ts';
 import { detect, isGrpcFamily } from '../../../src/protocol/detect.ts';
 import { readDeadline } from '../../../src/protocol/deadline-header.ts';

@@ -1,5 +1,5 @@
 // Fuzz target: the proto3 JSON mapping the REST transcoder reads requests and
-// writes responses with (src/transcode/json-mapping.ts), over json-mapping.proto
+// writes responses with (src/route/json-mapping.ts), over json-mapping.proto
 // beside this file, which has every kind of field the mapping treats apart.
 //
 // Input: [options] [field] [payload…]. Options: bits 0–1 the mode, bit 2 proto
@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
 import type { FuzzTarget } from '../engine.ts';
-import { JsonMapping, JsonMappingError, jsonNameOf } from '../../../src/transcode/json-mapping.ts';
+import { JsonMapping, JsonMappingError, jsonNameOf } from '../../../src/route/json-mapping.ts';
 
 type Obj = Record<string, unknown>;
 

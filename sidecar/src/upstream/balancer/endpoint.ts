@@ -1,8 +1,8 @@
 // One upstream endpoint (`ip:port`) as the balancer sees it: calls in flight,
 // a latency estimate, and whether it may be picked now.
 import { performance } from 'node:perf_hooks';
-import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { EjectionReason } from '../observe/faults.ts';
+import type { UpstreamUrl } from '../../config/parse-value.ts';
+import type { EjectionReason } from '../../call/faults.ts';
 
 /** A failed endpoint sits out for 1 s, doubling per failure in a row, at most 30 s. */
 const BACKOFF_BASE_MS = 1000;

@@ -2,7 +2,7 @@
 // within the connect timeout, then closed. A blackholed pod never completes the
 // handshake; a restarted one refuses, then accepts. No call is risked on it.
 import net from 'node:net';
-import type { UpstreamUrl } from '../config/parse-value.ts';
+import type { UpstreamUrl } from '../../config/parse-value.ts';
 
 export function connectProbe(target: UpstreamUrl, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -4,12 +4,12 @@
 // retired once its last call ends.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { UpstreamUrl } from '../../src/config/parse-value.ts';
-import { createLogger } from '../../src/log.ts';
-import { newCallRecord, type CallRecord } from '../../src/observe/call-record.ts';
-import { LeastRequestPicker } from '../../src/balancer/picker-least-request.ts';
-import type { EndpointAddress } from '../../src/balancer/resolver.ts';
-import { BalancedUpstreams, fixedUpstreams } from '../../src/balancer/upstreams.ts';
+import type { UpstreamUrl } from '../../../src/config/parse-value.ts';
+import { createLogger } from '../../../src/log.ts';
+import { newCallRecord, type CallRecord } from '../../../src/call/call-record.ts';
+import { LeastRequestPicker } from '../../../src/upstream/balancer/picker-least-request.ts';
+import type { EndpointAddress } from '../../../src/upstream/balancer/resolver.ts';
+import { BalancedUpstreams, fixedUpstreams } from '../../../src/upstream/balancer/upstreams.ts';
 
 const BASE: UpstreamUrl = { tls: false, host: 'orders', port: 8080, authority: 'orders:8080', href: 'http://orders:8080' };
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { startGrpcJsEcho, type Upstream } from '@rpcscope/demo';
-import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
+import { startTestSidecar, type TestSidecar } from '../../support/sidecar.ts';
 
 /** One empty gRPC message: the echo service answers it with an empty message. */
 const EMPTY = Buffer.from([0, 0, 0, 0, 0]);

@@ -8,7 +8,7 @@ import type { AddressInfo, Server } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import type { UpstreamUrl } from '../../src/config/parse-value.ts';
-import { probeUpstreamSpeaks } from '../../src/proxy/upstream-protocol-probe.ts';
+import { probeUpstreamSpeaks } from '../../src/upstream/upstream-protocol-probe.ts';
 import { makeSelfSignedCert } from '../support/certs.ts';
 
 const cert = makeSelfSignedCert();

@@ -2,26 +2,17 @@
 // --grpc-upstream). Outbound: an endpoint of the upstream service, chosen per call
 // by the configured picker from the endpoints discovery knows now.
 import { performance } from 'node:perf_hooks';
-import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { Logger } from '../log.ts';
-import type { CallRecord } from '../observe/call-record.ts';
-import { noopObserver, type ConnectionRecord, type Observer } from '../observe/observer.ts';
-import type { EjectionReason } from '../observe/faults.ts';
+import type { UpstreamUrl } from '../../config/parse-value.ts';
+import type { Logger } from '../../log.ts';
+import type { CallRecord } from '../../call/call-record.ts';
+import { noopObserver, type ConnectionRecord, type Observer } from '../../call/observer.ts';
+import type { EjectionReason } from '../../call/faults.ts';
+import type { UpstreamPick } from '../../call/call.ts';
 import { Endpoint } from './endpoint.ts';
 import { OutlierEjection } from './outlier-ejection.ts';
 import type { Picker } from './picker.ts';
 import type { EndpointAddress, EndpointResolver } from './resolver.ts';
 
-/**
- * Where a call goes, and how the balancer learns that it ended: the call hands
- * its record to onCallEnded once, after its end is recorded (as grpc-js's pick
- * result carries onCallEnded). Bound once per endpoint, not per call.
- */
-export interface UpstreamPick {
-  readonly target: UpstreamUrl;
-  /** Undefined when the choice does not depend on how calls end (inbound: the app). */
-  readonly onCallEnded: ((call: CallRecord) => void) | undefined;
-}
 
 /** One endpoint as /debug/connections lists it. */
 export interface EndpointView {

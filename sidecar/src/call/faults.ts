@@ -58,7 +58,7 @@ export const KEEPALIVE_SIDES = ['downstream', 'upstream'] as const;
 export type KeepaliveSide = (typeof KEEPALIVE_SIDES)[number];
 
 /**
- * Why an outbound endpoint was ejected (balancer/outlier-detector.ts):
+ * Why an outbound endpoint was ejected (upstream/balancer/outlier-ejection.ts):
  * - `connect_failure`: a connection to it could not be made (refused, timed out).
  * - `keepalive_timeout`: a connection to it answered no PING within --keepalive-timeout.
  * - `connection_lost`: its connection broke under calls in flight.

@@ -7,8 +7,8 @@
 // needs every message, so the files are parsed into one root.
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
-import { isRecord, readText } from '../route/config-document.ts';
-import { httpRule, listProtoFiles, services } from '../route/proto-catalog.ts';
+import { isRecord, readText } from './config-document.ts';
+import { httpRule, listProtoFiles, services } from './proto-catalog.ts';
 import { BindingError, compileBinding, matchBinding, type BoundVariable, type HttpBinding } from './http-binding.ts';
 import { JsonMapping, type JsonNames } from './json-mapping.ts';
 

@@ -3,7 +3,7 @@
 // connects on a new one (which is also when the upstream's part of the call starts).
 import type http from 'node:http';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { CallRecord } from '../observe/call-record.ts';
+import type { CallRecord } from '../call/call-record.ts';
 import { now } from '../clock.ts';
 import { H1AgentPool } from './h1-agent-pool.ts';
 

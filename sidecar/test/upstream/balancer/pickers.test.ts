@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Endpoint } from '../../src/balancer/endpoint.ts';
-import { EwmaPicker } from '../../src/balancer/picker-ewma.ts';
-import { LeastRequestPicker } from '../../src/balancer/picker-least-request.ts';
-import { RoundRobinPicker } from '../../src/balancer/picker-round-robin.ts';
-import { StickyPicker } from '../../src/balancer/picker-sticky.ts';
-import { twoChoices } from '../../src/balancer/picker.ts';
+import { Endpoint } from '../../../src/upstream/balancer/endpoint.ts';
+import { EwmaPicker } from '../../../src/upstream/balancer/picker-ewma.ts';
+import { LeastRequestPicker } from '../../../src/upstream/balancer/picker-least-request.ts';
+import { RoundRobinPicker } from '../../../src/upstream/balancer/picker-round-robin.ts';
+import { StickyPicker } from '../../../src/upstream/balancer/picker-sticky.ts';
+import { twoChoices } from '../../../src/upstream/balancer/picker.ts';
 
 function endpoints(n: number): Endpoint[] {
   return Array.from({ length: n }, (_, i) => new Endpoint(`10.0.0.${i + 1}:80`, { tls: false, host: `10.0.0.${i + 1}`, port: 80, authority: `10.0.0.${i + 1}:80`, href: `http://10.0.0.${i + 1}:80` }, 0));

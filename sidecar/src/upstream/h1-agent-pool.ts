@@ -15,7 +15,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import type { ConnectionRecord, Observer } from '../observe/observer.ts';
+import type { ConnectionRecord, Observer } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttps } from '../builtins.ts';

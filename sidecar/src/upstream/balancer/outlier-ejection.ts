@@ -16,8 +16,8 @@
 // endpoints (at least one), Envoy's and gRPC's max_ejection_percent default:
 // a sidecar that cannot tell its own fault from theirs never empties its set.
 import { performance } from 'node:perf_hooks';
-import type { CallRecord } from '../observe/call-record.ts';
-import type { EjectionReason } from '../observe/faults.ts';
+import type { CallRecord } from '../../call/call-record.ts';
+import type { EjectionReason } from '../../call/faults.ts';
 import type { Endpoint } from './endpoint.ts';
 
 /** UNAVAILABLE (or a gateway status) answers in a row that eject an endpoint: Envoy's consecutive_gateway_failure. */

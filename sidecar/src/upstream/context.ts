@@ -1,22 +1,39 @@
-// What every forwarder needs, built once at start by the pipeline.
-import type { Config } from '../config/load.ts';
+// What both data planes need, built once at start by the pipeline: the relay
+// and the terminating forwarders read it alike, so it sits below both.
+import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
-import type { Upstreams } from '../balancer/upstreams.ts';
+import type { Upstreams } from './balancer/upstreams.ts';
 import type { Router } from '../route/router.ts';
-import type { CallTracing } from '../observe/call-tracing.ts';
-import type { Faults } from '../observe/faults.ts';
-import type { Observer } from '../observe/observer.ts';
+import type { CallTracing } from '../call/call-tracing.ts';
+import type { Faults } from '../call/faults.ts';
+import type { Observer } from '../call/observer.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
 import type { UpstreamProtocols } from './upstream-protocol.ts';
 import type { UpstreamRetries } from './upstream-retries.ts';
-import type { Inbound } from './inbound.ts';
+import type { Inbound } from '../call/inbound.ts';
 import type http from 'node:http';
 import type http2 from 'node:http2';
 
+/**
+ * The settings the forwarders, the relay and the translating paths read, picked
+ * out of the whole Config by the pipeline: a new setting a data plane needs is
+ * added here, on purpose.
+ */
+export interface DataPlaneSettings {
+  readonly mode: 'inbound' | 'outbound';
+  readonly upstream: UpstreamUrl;
+  readonly grpcUpstream: UpstreamUrl | undefined;
+  readonly connectTimeoutMs: number;
+  readonly keepaliveIntervalMs: number;
+  readonly keepaliveTimeoutMs: number;
+  readonly trpcPrefix: string;
+  readonly enforceDeadlines: boolean;
+}
+
 export interface ProxyContext {
-  readonly config: Config;
+  readonly config: DataPlaneSettings;
   readonly observer: Observer;
   readonly tracing: CallTracing;
   readonly log: Logger;
@@ -47,8 +64,8 @@ export interface ProxyContext {
 /**
  * A stage before the plain forwarders (transcode/hand-off.ts: REST transcoding,
  * the gRPC-Web bridge, CORS preflights, the mirror): each method answers true
- * when it took the call, whose caller it then answers itself. Declared here, by
- * the forwarders that ask it, so that the proxy depends on no translating path.
+ * when it took the call, whose caller it then answers itself. Declared here,
+ * below the forwarders that ask it, so that the proxy depends on no translating path.
  */
 export interface Translating {
   h1(ctx: ProxyContext, arrived: Inbound, req: http.IncomingMessage, res: http.ServerResponse): boolean;

@@ -11,7 +11,7 @@
 // A variable without `=` matches one segment; `**` matches the rest of the path
 // and may only come last; the verb is matched against the end of the last segment.
 import type protobuf from 'protobufjs';
-import { splitTopLevel } from '../route/http-rule.ts';
+import { splitTopLevel } from './http-rule.ts';
 import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 
 type Part = { kind: 'literal'; text: string } | { kind: 'star' } | { kind: 'rest' };

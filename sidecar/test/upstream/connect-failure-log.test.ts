@@ -5,9 +5,9 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { noopTracing } from '../../src/observe/call-tracing.ts';
+import { noopTracing } from '../../src/call/call-tracing.ts';
 import { startSidecar } from '../../src/pipeline.ts';
-import { ConnectFailureLog } from '../../src/proxy/connect-failure-log.ts';
+import { ConnectFailureLog } from '../../src/upstream/connect-failure-log.ts';
 import { h1Request, h2Request } from '../support/http-clients.ts';
 
 /** A loopback port nothing listens on any more. */

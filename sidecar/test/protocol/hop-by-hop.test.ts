@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from '../../src/proxy/hop-by-hop.ts';
+import { fieldsFromRaw, filterH2Headers, filterRawHeaders } from '../../src/protocol/hop-by-hop.ts';
 import { headerBag } from '../../src/relay/relay-stream.ts';
 
 describe('filterRawHeaders', () => {

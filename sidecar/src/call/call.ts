@@ -1,34 +1,46 @@
-// One call's life in the proxy: its record opened when the request headers
+// One call's life in either data plane: its record opened when the request headers
 // arrive, its connection's counters, and exactly one end however it ends.
-import type { UpstreamPick } from '../balancer/upstreams.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
-import { newCallRecord, type CallRecord } from '../observe/call-record.ts';
-import type { CallReset, HttpVersion } from '../protocol/vocabulary.ts';
-import type { ConnectionRecord } from '../observe/observer.ts';
+import { newCallRecord, type CallRecord } from './call-record.ts';
+import type { CallReset, Direction, HttpVersion } from '../protocol/vocabulary.ts';
+import type { ConnectionRecord } from './observer.ts';
 import { CallTap } from '../protocol/call-tap.ts';
 import { readDeadline } from '../protocol/deadline-header.ts';
 import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
-import type { Config } from '../config/load.ts';
 import type { Router } from '../route/router.ts';
-import type { Upstreams } from '../balancer/upstreams.ts';
-import type { CallTracing } from '../observe/call-tracing.ts';
-import type { Faults } from '../observe/faults.ts';
-import type { Observer } from '../observe/observer.ts';
-import type { UpstreamProtocols } from './upstream-protocol.ts';
+import type { CallTracing } from './call-tracing.ts';
+import type { Faults } from './faults.ts';
+import type { Observer } from './observer.ts';
 import { now } from '../clock.ts';
 
 
 type HeaderBag = Record<string, string | string[] | undefined>;
 
-/** What a call reads of the proxy's parts: the pipeline's ProxyContext holds them all. */
+/**
+ * Where a call goes, and how the balancer learns that it ended: the call hands
+ * its record to onCallEnded once, after its end is recorded (as grpc-js's pick
+ * result carries onCallEnded). Bound once per endpoint, not per call.
+ */
+export interface UpstreamPick {
+  readonly target: UpstreamUrl;
+  /** Undefined when the choice does not depend on how calls end (inbound: the app). */
+  readonly onCallEnded: ((call: CallRecord) => void) | undefined;
+}
+
+/**
+ * What a call reads of the data plane's parts: the pipeline's ProxyContext holds
+ * them all. The upstream side is asked for through the two methods a call uses,
+ * so that the call sits below the balancer and the pools.
+ */
 export interface CallDeps {
-  readonly config: Pick<Config, 'mode' | 'enforceDeadlines'>;
+  readonly config: { readonly mode: Direction; readonly enforceDeadlines: boolean };
   readonly router: Router;
-  readonly upstreams: Upstreams;
+  readonly upstreams: { pick(connectionId: number, grpcFamily: boolean): UpstreamPick | undefined };
   readonly tracing: CallTracing;
   readonly observer: Observer;
   readonly faults: Faults;
-  readonly protocols: Pick<UpstreamProtocols, 'forget'>;
+  /** The HTTP version learnt for each endpoint (upstream/upstream-protocol.ts): forgotten when it cannot be reached. */
+  readonly protocols: { forget(target: UpstreamUrl): void };
   /** Calls in flight, for the drain to wait on. */
   readonly inflight: Set<{ end(): void }>;
   nextCallId(): number;

@@ -3,11 +3,11 @@
 // expects — a gRPC status for the gRPC family, an error body for Connect, an HTTP
 // status for REST.
 import type http2 from 'node:http2';
-import type { Protocol } from '../protocol/vocabulary.ts';
-import type { CallTap } from '../protocol/call-tap.ts';
-import type { Detected } from '../protocol/detect.ts';
-import { GrpcCode } from '../protocol/status-codes.ts';
-import { EnvelopeFlag, envelope } from '../protocol/grpc-envelope.ts';
+import type { Protocol } from './vocabulary.ts';
+import type { CallTap } from './call-tap.ts';
+import type { Detected } from './detect.ts';
+import { GrpcCode } from './status-codes.ts';
+import { EnvelopeFlag, envelope } from './grpc-envelope.ts';
 
 /** The failures the sidecar itself reports. */
 export type LocalCode = typeof GrpcCode.UNAVAILABLE | typeof GrpcCode.DEADLINE_EXCEEDED | typeof GrpcCode.INTERNAL;

@@ -7,7 +7,7 @@
 import type http2 from 'node:http2';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { Logger } from '../log.ts';
-import type { ConnectionRecord, Observer } from '../observe/observer.ts';
+import type { ConnectionRecord, Observer } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttp2 } from '../builtins.ts';

@@ -12,9 +12,9 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { loadConfig } from '../../src/config/load.ts';
 import { createLogger } from '../../src/log.ts';
-import { Faults } from '../../src/observe/faults.ts';
+import { Faults } from '../../src/call/faults.ts';
 import { createObservation } from '../../src/observe/observation.ts';
-import { noopObserver, type Observer } from '../../src/observe/observer.ts';
+import { noopObserver, type Observer } from '../../src/call/observer.ts';
 import { FORWARDERS, type Forwarders } from '../../src/proxy/forwarders.ts';
 import { startSidecar, type Sidecar } from '../../src/pipeline.ts';
 
@@ -82,8 +82,8 @@ describe('faults raised while handling one call stay in that call', () => {
     };
     const lines: string[] = [];
     const log = createLogger('error', (l) => void lines.push(l));
-    sidecar = await startSidecar(config, log, (known, faults: Faults) => {
-      const observation = createObservation(config, { routes: undefined, operations: undefined, protos: undefined, transcode: undefined }, log, {}, known, faults);
+    sidecar = await startSidecar(config, log, (known, faults: Faults, router) => {
+      const observation = createObservation(config, router, log, {}, known, faults);
       return { ...observation, observers: [...observation.observers, throwing] };
     }, { forwarders });
     url = `http://127.0.0.1:${sidecar.proxyAddress.port}`;

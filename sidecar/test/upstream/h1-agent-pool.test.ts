@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { IDLE_UPSTREAM_SOCKET_MS } from '../../src/proxy/h1-agent-pool.ts';
+import { IDLE_UPSTREAM_SOCKET_MS } from '../../src/upstream/h1-agent-pool.ts';
 import { h1Request } from '../support/http-clients.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 

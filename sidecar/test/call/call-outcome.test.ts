@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CONNECTION_CLOSED } from '../../src/observe/call-record.ts';
-import { decideCode, deadlineDetection, endingReset } from '../../src/observe/call-outcome.ts';
-import { endedCall } from './records.ts';
+import { CONNECTION_CLOSED } from '../../src/call/call-record.ts';
+import { decideCode, deadlineDetection, endingReset } from '../../src/call/call-outcome.ts';
+import { endedCall } from '../observe/records.ts';
 
 const grpcTimeout = (ms: number) => ({ header: 'grpc-timeout' as const, raw: `${ms}m`, ms });
 
