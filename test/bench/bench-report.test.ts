@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { increasePercent, loadTable, lossPercent, median, ratio, rssTable, summarize, type Phase, type Sample } from './bench-report.ts';
 import { parseH2load, percentile } from './h2load.ts';
+import { parseStraceSummary } from './syscalls.ts';
 
 const phase = (cpuUsPerCall: number, p50Us: number, rps = 1000): Phase => ({ rps, ok: 100, failed: 0, p50Us, p99Us: p50Us * 2, cpuUsPerCall });
 const sample = (target: string, round: number, cpu: number, p50: number, node = ''): Sample => ({
@@ -11,7 +12,9 @@ const sample = (target: string, round: number, cpu: number, p50: number, node = 
   round,
   saturation: phase(cpu, p50),
   fixedRate: phase(cpu * 2, p50),
+  spread: phase(cpu * 4, p50),
   serial: phase(cpu * 3, p50),
+  syscallsPerCall: cpu / 2,
 });
 
 test('median takes the middle of odd counts, the mean of the two middles of even counts, and ignores NaN', () => {
@@ -48,6 +51,10 @@ test('summarize takes medians over rounds, subtracts the direct c=1 latency and 
   assert.equal(by('rpcscope relay').saturationCpuUs, 12);
   assert.equal(by('rpcscope relay').vsNginx.saturationCpu, 0.2);
   assert.equal(by('rpcscope relay').vsNginx.fixedRateCpu, 0.2);
+  assert.equal(by('rpcscope relay').spreadCpuUs, 48);
+  assert.equal(by('rpcscope relay').vsNginx.spreadCpu, 0.2);
+  assert.equal(by('rpcscope relay').syscallsPerCall, 6);
+  assert.equal(by('rpcscope relay').vsNginx.syscalls, 0.2);
   assert.equal(by('rpcscope relay').addedP50Us, 130);
   assert.equal(by('rpcscope relay').vsNginx.addedP50, 1.3);
   assert.equal(by('rpcscope relay').node, '20');
@@ -55,10 +62,13 @@ test('summarize takes medians over rounds, subtracts the direct c=1 latency and 
 
 test('the tables name Node rows by version and show a dash for what was not measured', () => {
   const rows = summarize([sample('direct', 1, NaN, 500), sample('nginx', 1, 50, 600), sample('rpcscope relay', 1, 10, 550, '24')]);
-  const table = loadTable('gRPC unary', 2000, rows).split('\n');
-  assert.equal(table[2], '| | saturation calls/s | CPU µs/call | ×nginx | 2000/s: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |');
-  assert.equal(table[4], '| direct | 1000 | – | – | – | – | 500 | 0 | – | 0 |');
-  assert.equal(table[6], '| rpcscope relay (Node 24) | 1000 | 10.0 | 0.20× | 20.0 | 0.20× | 550 | 50 | 0.50× | 0 |');
+  const table = loadTable('gRPC unary', 2000, '4 conn., up to 10 calls each', rows).split('\n');
+  assert.equal(
+    table[2],
+    '| | saturation calls/s | CPU µs/call | ×nginx | 2000/s (4 conn., up to 10 calls each): CPU µs/call | ×nginx | 2000/s over 8 conn., 1 call each: CPU µs/call | ×nginx | syscalls/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |',
+  );
+  assert.equal(table[4], '| direct | 1000 | – | – | – | – | – | – | – | – | 500 | 0 | – | 0 |');
+  assert.equal(table[6], '| rpcscope relay (Node 24) | 1000 | 10.0 | 0.20× | 20.0 | 0.20× | 40.0 | 0.20× | 5.0 | 0.20× | 550 | 50 | 0.50× | 0 |');
   assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | 0 |');
 });
 
@@ -68,4 +78,18 @@ test('parseH2load reads the rate, the outcome and the latency percentiles of its
   assert.deepEqual(parseH2load(stdout, log), { rps: 19607.84, ok: 198, failed: 2, p50Us: 100, p99Us: 198 });
   assert.equal(percentile([1, 2, 3, 4], 0.5), 2);
   assert.ok(Number.isNaN(percentile([], 0.5)));
+});
+
+test('parseStraceSummary reads the total and the most frequent calls of strace -c, with or without an errors column', () => {
+  const summary = [
+    '% time     seconds  usecs/call     calls    errors syscall',
+    '------ ----------- ----------- --------- --------- ----------------',
+    ' 61.20    0.012000           3      4000           writev',
+    ' 30.00    0.006000           1      6000      2000 read',
+    '  8.80    0.001700           2       850           epoll_wait',
+    '------ ----------- ----------- --------- --------- ----------------',
+    '100.00    0.019700           1     10850      2000 total',
+  ].join('\n');
+  assert.deepEqual(parseStraceSummary(summary), { total: 10850, top: [['read', 6000], ['writev', 4000], ['epoll_wait', 850]] });
+  assert.equal(parseStraceSummary('strace: attach: ptrace(PTRACE_SEIZE, 1): Operation not permitted\n'), undefined);
 });

@@ -17,7 +17,11 @@ export interface Sample {
   round: number;
   saturation: Phase;
   fixedRate: Phase;
+  /** The same rate spread over 8 connections, one call at a time on each: a pod's everyday shape. */
+  spread: Phase;
   serial: Phase;
+  /** The proxy's system calls per call over a run of the spread shape (strace -c -f), NaN where not counted. */
+  syscallsPerCall: number;
 }
 
 export interface Summary {
@@ -30,12 +34,14 @@ export interface Summary {
   saturationP99Us: number;
   fixedRateRps: number;
   fixedRateCpuUs: number;
+  spreadCpuUs: number;
+  syscallsPerCall: number;
   serialP50Us: number;
   /** c=1 median latency less the direct path's in the same workload. */
   addedP50Us: number;
   failed: number;
   /** This row's figure over nginx's in the same workload (NaN where either is missing). */
-  vsNginx: { saturationCpu: number; fixedRateCpu: number; addedP50: number };
+  vsNginx: { saturationCpu: number; fixedRateCpu: number; spreadCpu: number; syscalls: number; addedP50: number };
 }
 
 export function median(xs: readonly number[]): number {
@@ -79,8 +85,10 @@ export function summarize(samples: readonly Sample[]): Summary[] {
       saturationP99Us: m((s) => s.saturation.p99Us),
       fixedRateRps: m((s) => s.fixedRate.rps),
       fixedRateCpuUs: m((s) => s.fixedRate.cpuUsPerCall),
+      spreadCpuUs: m((s) => s.spread.cpuUsPerCall),
+      syscallsPerCall: m((s) => s.syscallsPerCall),
       serialP50Us: m((s) => s.serial.p50Us),
-      failed: rs.reduce((n, s) => n + s.saturation.failed + s.fixedRate.failed + s.serial.failed, 0),
+      failed: rs.reduce((n, s) => n + s.saturation.failed + s.fixedRate.failed + s.spread.failed + s.serial.failed, 0),
     };
   });
   const directP50 = (w: string): number => base.find((b) => b.workload === w && b.target === DIRECT)?.serialP50Us ?? NaN;
@@ -93,6 +101,8 @@ export function summarize(samples: readonly Sample[]): Summary[] {
       vsNginx: {
         saturationCpu: ratio(b.saturationCpuUs, n?.saturationCpuUs ?? NaN),
         fixedRateCpu: ratio(b.fixedRateCpuUs, n?.fixedRateCpuUs ?? NaN),
+        spreadCpu: ratio(b.spreadCpuUs, n?.spreadCpuUs ?? NaN),
+        syscalls: ratio(b.syscallsPerCall, n?.syscallsPerCall ?? NaN),
         addedP50: ratio(b.addedP50Us, n?.addedP50Us ?? NaN),
       },
     };
@@ -106,16 +116,20 @@ const times = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(2)}×` :
 
 export const rowName = (target: string, node: string): string => (node ? `${target} (Node ${node})` : target);
 
-/** One workload's Markdown table: saturation, the fixed rate and c=1, each against nginx. */
-export function loadTable(title: string, rate: number, rows: readonly Summary[]): string {
+/**
+ * One workload's Markdown table: saturation, the fixed rate (as `fixedShape`
+ * spreads it), the same rate over 8 connections one call at a time, system
+ * calls per call, and c=1, each against nginx.
+ */
+export function loadTable(title: string, rate: number, fixedShape: string, rows: readonly Summary[]): string {
   return [
     `#### ${title}`,
     '',
-    `| | saturation calls/s | CPU µs/call | ×nginx | ${rate}/s: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |`,
-    '|---|---|---|---|---|---|---|---|---|---|',
+    `| | saturation calls/s | CPU µs/call | ×nginx | ${rate}/s (${fixedShape}): CPU µs/call | ×nginx | ${rate}/s over 8 conn., 1 call each: CPU µs/call | ×nginx | syscalls/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (s) =>
-        `| ${rowName(s.target, s.node)} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${times(s.vsNginx.saturationCpu)} | ${f1(s.fixedRateCpuUs)} | ${times(s.vsNginx.fixedRateCpu)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${times(s.vsNginx.addedP50)} | ${s.failed} |`,
+        `| ${rowName(s.target, s.node)} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${times(s.vsNginx.saturationCpu)} | ${f1(s.fixedRateCpuUs)} | ${times(s.vsNginx.fixedRateCpu)} | ${f1(s.spreadCpuUs)} | ${times(s.vsNginx.spreadCpu)} | ${f1(s.syscallsPerCall)} | ${times(s.vsNginx.syscalls)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${times(s.vsNginx.addedP50)} | ${s.failed} |`,
     ),
   ].join('\n');
 }

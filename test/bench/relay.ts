@@ -7,15 +7,18 @@
 // Workloads: gRPC unary 256 B (h2c, and TLS), the demo's 18-field order as
 // gRPC and as REST JSON over HTTP/1.1, a 1,000-message server stream. Each
 // proxy is pinned to core 0 and h2load to core 1; a proxy's CPU comes from
-// /proc/<pid>/stat (utime + stime). Three loads: saturation, a fixed rate
-// (h2load --rps), and one call at a time (c=1), whose median latency less the
-// direct one is the latency the proxy adds. Then each proxy fresh: idle RSS,
+// /proc/<pid>/stat (utime + stime). Four loads: saturation, a fixed rate
+// (h2load --rps), the same rate spread over 8 connections with one call at a
+// time on each (a pod's everyday shape), and one call at a time (c=1), whose
+// median latency less the direct one is the latency the proxy adds. Then, with
+// strace installed, the proxy's system calls per call over a run of the spread
+// shape (strace -c -f, every thread). Then each proxy fresh: idle RSS,
 // and peak RSS with 1,000 server streams open at once. Prints Markdown tables
 // and writes JSON and Markdown under test/bench/results/. Figures to compare,
 // not assertions.
 //
 //   node --import tsx test/bench/relay.ts [--rounds 3] [--calls 20000] [--rate 2000]
-//       [--quick] [--only relay,nginx,grpc-256,...] [--node 20|24|both] [--no-pin]
+//       [--quick] [--only relay,nginx,grpc-256,...] [--node 20|24|both] [--no-pin] [--no-syscalls]
 //
 // --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
 // --only: the peers (direct, relay, terminate, relay-traced, terminate-traced,
@@ -35,8 +38,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 import { cpuSeconds, loadAverage, machine, peakRssMiB, rssMiB } from './bench-stats.ts';
-import { loadTable, rssTable, summarize, type Phase, type RssRow, type Sample } from './bench-report.ts';
+import { loadTable, rowName, rssTable, summarize, type Phase, type RssRow, type Sample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
+import { countSyscalls, straceInstalled } from './syscalls.ts';
 import { node24 } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodeFloor, rpcscope, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, startStaticNginx, type Upstream } from './upstreams.ts';
@@ -55,6 +59,9 @@ const PROXY_CORE = flag('--no-pin') ? undefined : '0';
 const LOAD_CORE = flag('--no-pin') ? undefined : '1';
 /** How long the fixed-rate phase lasts at most, s. */
 const FIXED_SECONDS = QUICK ? 2 : 5;
+/** Calls over which system calls are counted, at the spread shape. */
+const SYSCALL_CALLS = QUICK ? 500 : 2000;
+const STRACE = straceInstalled() && !flag('--no-syscalls');
 /** 10 connections × 100 streams: the concurrency the memory row is read at. */
 const CONCURRENT_STREAMS = 1000;
 
@@ -135,6 +142,8 @@ async function started(p: Peer, route: Route): Promise<Target | undefined> {
 }
 
 const samples: Sample[] = [];
+/** The most frequent system calls of each workload and proxy, in the last round that counted them. */
+const topSyscalls = new Map<string, [string, number][]>();
 const rss: RssRow[] = [];
 const t0 = Date.now();
 const loadAtStart = loadAverage();
@@ -171,8 +180,19 @@ try {
           await checkpoint();
           const fixedRate = measure(t, w, w.fixedRate, Math.min(w.calls, w.rate * FIXED_SECONDS));
           await checkpoint();
+          // HTTP/1.1's fixed rate is already spread one call per connection: measured once.
+          const spread = w.spread.join(' ') === w.fixedRate.join(' ') ? fixedRate : measure(t, w, w.spread, Math.min(w.calls, w.rate * FIXED_SECONDS));
+          await checkpoint();
           const serial = measure(t, w, ['-c', '1', '-m', '1'], w.serialCalls);
-          samples.push({ workload: w.id, target: p.name, node: p.node ?? '', round, saturation, fixedRate, serial });
+          await checkpoint();
+          // Last, so that strace slows no measured phase.
+          let syscallsPerCall = NaN;
+          if (STRACE && t.pid) {
+            const counted = await countSyscalls(t.pid, () => h2load(t.url + w.path, w.spread, w.request, SYSCALL_CALLS, LOAD_CORE));
+            syscallsPerCall = counted.count.total / (counted.result.ok + counted.result.failed || SYSCALL_CALLS);
+            topSyscalls.set(`${w.id}\0${p.name}\0${p.node ?? ''}`, counted.count.top);
+          }
+          samples.push({ workload: w.id, target: p.name, node: p.node ?? '', round, saturation, fixedRate, spread, serial, syscallsPerCall });
         } catch (err) {
           if (err instanceof Interrupted) throw err;
           errors.push(`${w.id}, ${p.name}${p.node ? ` (Node ${p.node})` : ''}: ${(err as Error).message.split('\n')[0]}`);
@@ -228,13 +248,19 @@ function report(partial = false): void {
       `${PROXY_CORE === undefined ? 'nothing pinned' : `proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}, upstreams unpinned`}; ` +
       `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10; HTTP/1.1 c32), ${RATE} calls/s fixed rate, c=1 for the added p50. ` +
       `CPU per call is the proxy process's utime + stime (10 ms ticks) over the calls; ×nginx is the row's figure over nginx's in the same table. ` +
+      `${STRACE ? `System calls per call: strace -c -f on every thread of the proxy over ${SYSCALL_CALLS} calls at the spread shape, after the timed phases. ` : 'System calls not counted (strace not installed, or --no-syscalls). '}` +
       `Load average ${loadAtStart} at the start, ${loadAverage()} at the end${Math.max(loadAtStart, loadAverage()) > m.cores ? ': other work shared the cores, so the figures are noisy' : ''}.`,
   ].join('\n');
   const tables = selected
     .filter((w) => summary.some((s) => s.workload === w.id))
-    .map((w) => loadTable(w.title, w.rate, summary.filter((s) => s.workload === w.id)));
+    .map((w) => loadTable(w.title, w.rate, w.fixedShape, summary.filter((s) => s.workload === w.id)));
   if (rss.length) tables.push(rssTable(CONCURRENT_STREAMS, rss));
+  const syscallNotes = [...topSyscalls].map(([key, top]) => {
+    const [workload, target, node] = key.split('\0') as [string, string, string];
+    return `- syscalls, ${workload}, ${rowName(target, node)}: ${top.map(([name, n]) => `${name} ${(n / SYSCALL_CALLS).toFixed(1)}`).join(', ')} per call`;
+  });
   const notes = [
+    ...syscallNotes,
     ...[...skipped].map(([name, why]) => `- ${name} skipped: ${why}`),
     ...errors.map((e) => `- error: ${e}`),
     `- ${Math.round((Date.now() - t0) / 1000)} s; command: node --import tsx test/bench/relay.ts ${args.join(' ')}`.trimEnd(),
@@ -252,7 +278,8 @@ function report(partial = false): void {
         nodes: nodes.map((n) => n.version),
         loadAverage: { start: loadAtStart, end: loadAverage() },
         settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, concurrentStreams: CONCURRENT_STREAMS, streamMessages: STREAM_MESSAGES },
-        workloads: selected.map(({ id, title, path, calls, rate, serialCalls, saturation, fixedRate }) => ({ id, title, path, calls, rate, serialCalls, saturation, fixedRate })),
+        workloads: selected.map(({ id, title, path, calls, rate, serialCalls, saturation, fixedRate, spread }) => ({ id, title, path, calls, rate, serialCalls, saturation, fixedRate, spread })),
+        topSyscalls: Object.fromEntries(topSyscalls),
         summary,
         rss,
         skipped: Object.fromEntries(skipped),

@@ -24,6 +24,10 @@ export interface Workload {
   serialCalls: number;
   saturation: string[];
   fixedRate: string[];
+  /** The fixed rate as fixedRate spreads it, in words for the table. */
+  fixedShape: string;
+  /** The same rate over 8 connections, one call at a time on each (h2load -c 8 -m 1). */
+  spread: string[];
 }
 
 /** gRPC's length-prefixed message: a compressed flag, a 4-byte big-endian length, the bytes (gRPC over HTTP/2, "Length-Prefixed-Message"). */
@@ -63,15 +67,19 @@ export function writeFiles(work: string): Files {
 const GRPC_HEADERS = ['-H', 'content-type: application/grpc', '-H', 'te: trailers'];
 
 export function workloads(work: string, files: Files, calls: number, rate: number): Workload[] {
-  const h2 = (c: number, r: number): Pick<Workload, 'calls' | 'rate' | 'serialCalls' | 'saturation' | 'fixedRate'> => ({
+  // A pod's everyday load: the rate over 8 connections, each with one call at a time.
+  const spread = (r: number): string[] => ['-c', '8', '-m', '1', `--rps=${r / 8}`];
+  const h2 = (c: number, r: number): Pick<Workload, 'calls' | 'rate' | 'serialCalls' | 'saturation' | 'fixedRate' | 'fixedShape' | 'spread'> => ({
     calls: c,
     rate: r,
     serialCalls: Math.min(3000, Math.round(c / 5)),
     saturation: ['-c', '16', '-m', '10'],
     fixedRate: ['-c', '4', '-m', '10', `--rps=${r / 4}`],
+    fixedShape: '4 conn., up to 10 calls each',
+    spread: spread(r),
   });
-  // HTTP/1.1 has one call at a time per connection (h2load's -m would pipeline), so more connections.
-  const h1 = { calls, rate, serialCalls: Math.min(3000, Math.round(calls / 5)), saturation: ['-c', '32', '-m', '1'], fixedRate: ['-c', '8', '-m', '1', `--rps=${rate / 8}`] };
+  // HTTP/1.1 has one call at a time per connection (h2load's -m would pipeline): its fixed rate is already the spread shape.
+  const h1 = { calls, rate, serialCalls: Math.min(3000, Math.round(calls / 5)), saturation: ['-c', '32', '-m', '1'], fixedRate: spread(rate), fixedShape: '8 conn., 1 call each', spread: spread(rate) };
   return [
     { id: 'grpc-256', title: 'gRPC unary, 256 B messages (h2c)', frontend: 'h2c', upstreamProto: 'h2', path: '/bench.v1.BenchService/Unary', request: ['-d', join(work, 'unary.bin'), ...GRPC_HEADERS], ...h2(calls, rate) },
     { id: 'grpc-256-tls', title: 'gRPC unary, 256 B messages, TLS (ALPN h2) from the client, h2c to the upstream', frontend: 'tls', upstreamProto: 'h2', path: '/bench.v1.BenchService/Unary', request: ['-d', join(work, 'unary.bin'), ...GRPC_HEADERS], ...h2(calls, rate) },

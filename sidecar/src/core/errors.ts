@@ -29,6 +29,11 @@ export const ErrorCode = {
   CONFIG: 'RPCSCOPE_ERR_CONFIG',
   /** The relay read a frame that breaks RFC 9113; the error carries the HTTP/2 code the connection ends with. */
   H2_FRAME: 'RPCSCOPE_ERR_H2_FRAME',
+  /**
+   * An HTTP/1.1 message the strict parser refuses (RFC 9112): the error carries
+   * the status a request is answered with and a stable reason (h1/h1-error.ts).
+   */
+  H1_MESSAGE: 'RPCSCOPE_ERR_H1_MESSAGE',
   /** A header block the HPACK decoder refuses (RFC 7541): a COMPRESSION_ERROR for the connection. */
   HPACK: 'RPCSCOPE_ERR_HPACK',
   /** A JSON value the proto3 JSON mapping refuses: the caller's (INVALID_ARGUMENT) in a request, the upstream's (INTERNAL) in an answer. */

@@ -15,7 +15,7 @@ const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sr
 const LAYERS: readonly (readonly string[])[] = [
   ['core', 'clock.ts', 'builtins.ts', 'version.ts', 'log.ts', 'source-stack.ts'],
   ['protocol'],
-  ['h2'],
+  ['h1', 'h2'],
   ['route'],
   ['config'],
   ['call'],

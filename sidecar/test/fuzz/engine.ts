@@ -26,7 +26,7 @@ export interface FuzzTarget {
   maxLength: number;
 }
 
-export const TARGETS = ['frame-parser', 'hpack', 'http1-head', 'grpc-framing', 'json-mapping'] as const;
+export const TARGETS = ['frame-parser', 'hpack', 'http1-head', 'h1-message', 'grpc-framing', 'json-mapping'] as const;
 export type TargetName = (typeof TARGETS)[number];
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
