@@ -32,6 +32,7 @@ import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './upstream/ba
 import type { Config } from './config/load.ts';
 import { ProxyListener, type ListenSettings } from './listen/listener.ts';
 import { relayApplies } from './relay/relay-applies.ts';
+import { h1RelayApplies } from './relay-h1/h1-relay-applies.ts';
 import type { Logger } from './log.ts';
 import { Faults } from './call/faults.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
@@ -84,6 +85,7 @@ function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): Prox
     maxConnectionAgeMs,
     maxConnectionAgeGraceMs,
     relay: relayApplies(config),
+    http1Relay: h1RelayApplies(config),
   };
   return new ProxyListener(ctx, settings, forwarders);
 }

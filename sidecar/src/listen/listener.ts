@@ -17,6 +17,7 @@ import type { Forwarders } from '../proxy/forwarders.ts';
 import { abandonH1, abandonH2 } from '../proxy/call-guard.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
 import { RelaySet } from '../relay/relay-set.ts';
+import { H1RelaySet } from '../relay-h1/h1-relay-set.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
@@ -93,6 +94,8 @@ export interface ListenSettings {
   readonly maxConnectionAgeGraceMs: number;
   /** Whether HTTP/2 connections go to the relay (relay/relay-applies.ts). */
   readonly relay: boolean;
+  /** Whether HTTP/1.1 connections go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts). */
+  readonly http1Relay: boolean;
 }
 
 export class ProxyListener {
@@ -112,6 +115,8 @@ export class ProxyListener {
   private readonly timeouts: ConnectionTimeouts;
   /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
   private readonly relays: RelaySet | undefined;
+  /** HTTP/1.1 connections relayed to one upstream connection each (--http1-data-plane relay). */
+  private readonly h1Relays: H1RelaySet | undefined;
   /** When a connection closed past --max-connections was last logged, and how many were closed since without a line. */
   private overLimitLoggedAt = -Infinity;
   private overLimitUnlogged = 0;
@@ -140,6 +145,7 @@ export class ProxyListener {
     });
 
     this.relays = settings.relay ? new RelaySet(ctx) : undefined;
+    this.h1Relays = settings.http1Relay ? new H1RelaySet(ctx) : undefined;
 
     const { tlsCert, tlsKey } = settings;
     if (tlsCert && tlsKey) {
@@ -387,6 +393,9 @@ export class ProxyListener {
       this.relays.add(socket, conn, () => this.h2().emit('connection', socket));
     } else if (h2) {
       this.h2().emit('connection', socket);
+    } else if (this.h1Relays) {
+      // A response asks its client to close the connection while draining, or once the connection is past its age.
+      this.h1Relays.add(socket, conn, () => this.draining || (socket as Tracked)[AGED] === true);
     } else {
       this.h1Sockets.add(socket);
       socket.once('close', () => this.h1Sockets.delete(socket));
@@ -538,6 +547,7 @@ export class ProxyListener {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) this.goaway(session);
     this.relays?.drain();
+    this.h1Relays?.drain();
     // Idle keep-alive connections go now; busy ones are asked to close with their response.
     for (const socket of this.h1Sockets) if (this.connectionOf(socket)?.active === 0) socket.destroy();
     return closed;
@@ -547,6 +557,7 @@ export class ProxyListener {
   destroy(): void {
     for (const session of this.sessions) session.destroy();
     this.relays?.destroy();
+    this.h1Relays?.destroy();
     for (const socket of this.h1Sockets) socket.destroy();
     this.server.close();
   }
