@@ -323,7 +323,8 @@ export class H1RelayConnection {
     this.endExchange(ex);
     if (!ex.upstreamKeeps) this.dropUpstream();
     // A response that came before its request's body was read whole leaves the connection unreadable.
-    if (this.phase !== Phase.Waiting || !ex.clientKeeps) return this.closeClient();
+    // Draining since the head went: the client, told nothing, is closed between responses.
+    if (this.phase !== Phase.Waiting || !ex.clientKeeps || this.closing()) return this.closeClient();
     this.phase = Phase.Head;
     const held = this.held;
     this.held = undefined;

@@ -86,10 +86,13 @@ interface Seen {
 }
 
 /** A node:http app: echoes what it is sent, and answers a few paths in their own shapes. */
-async function startApp(): Promise<{ server: http.Server; port: number; seen: Seen[]; connections: () => number }> {
+async function startApp(): Promise<{ server: http.Server; port: number; seen: Seen[]; connections: () => number; held: http.IncomingMessage[] }> {
   const seen: Seen[] = [];
+  const held: http.IncomingMessage[] = [];
   let connections = 0;
   const server = http.createServer((req, res) => {
+    // Never answered: the call stays open until its client goes.
+    if (req.url === '/hold') return void held.push(req);
     const parts: Buffer[] = [];
     req.on('data', (d: Buffer) => parts.push(d));
     req.on('end', () => {
@@ -109,7 +112,7 @@ async function startApp(): Promise<{ server: http.Server; port: number; seen: Se
   });
   server.on('connection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, port: (server.address() as AddressInfo).port, seen, connections: () => connections };
+  return { server, port: (server.address() as AddressInfo).port, seen, connections: () => connections, held };
 }
 
 /** A raw app that answers every request head with `answer`, byte for byte. */
@@ -180,6 +183,30 @@ describe('the HTTP/1.1 relay', () => {
     client.close();
   });
 
+  it('connects again for the next request when the app closed its idle connection', async () => {
+    const before = app.connections();
+    const client = new RawClient(sc.port);
+    assert.equal((await client.send(get('/k1'), ['GET']))[0]!.body.toString(), 'GET /k1');
+    app.server.closeIdleConnections();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await client.send(get('/k2'), ['GET']))[0]!.body.toString(), 'GET /k2');
+    assert.equal(app.connections() - before, 2);
+    client.close();
+  });
+
+  it('a client gone mid-call ends its call as the client\'s and closes the upstream connection', async () => {
+    const since = sc.recorder.started.length;
+    const client = new RawClient(sc.port);
+    void client.send(get('/hold'), ['GET']).catch(() => {});
+    for (let i = 0; i < 200 && app.held.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const req = app.held.at(-1)!;
+    const upstreamClosed = new Promise((r) => req.socket.once('close', r));
+    client.close();
+    await upstreamClosed;
+    const call = await sc.recorder.waitForCall((c) => c.path === '/hold', { since });
+    assert.equal(call.reset?.side, 'client');
+  });
+
   const SHAPES: [string, string, number][] = [
     ['Content-Length with Transfer-Encoding', 'POST /s HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
     ['two Content-Lengths', 'POST /s HTTP/1.1\r\nHost: app\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd', 400],
@@ -218,6 +245,18 @@ describe('the HTTP/1.1 relay passes the app\'s answer as it came', () => {
       await sc.stop();
       raw.server.close();
     }
+  });
+
+  it('closes an idle relayed connection when the sidecar drains', async () => {
+    const app = await startApp();
+    const sc = await startTestSidecar(`http://127.0.0.1:${app.port}`, RELAY);
+    const client = new RawClient(sc.port);
+    assert.equal((await client.send(get('/d'), ['GET']))[0]!.status, 200);
+    const started = Date.now();
+    await sc.stop();
+    await client.closed;
+    assert.ok(Date.now() - started < 1500, 'the drain did not wait for its timeout');
+    app.server.close();
   });
 
   it('answers 503 when the app cannot be reached, and 502 when it closes without an answer', async () => {
