@@ -78,6 +78,10 @@ class RawClient {
   }
 }
 
+/** A response far larger than every socket buffer on its way. */
+const BIG = 64 * 1024 * 1024;
+let bigFinished = false;
+
 interface Seen {
   method: string;
   url: string;
@@ -93,6 +97,20 @@ async function startApp(): Promise<{ server: http.Server; port: number; seen: Se
   const server = http.createServer((req, res) => {
     // Never answered: the call stays open until its client goes.
     if (req.url === '/hold') return void held.push(req);
+    if (req.url === '/big') {
+      res.writeHead(200, { 'content-length': BIG });
+      const piece = Buffer.alloc(1 << 16, 0x61);
+      let sent = 0;
+      const more = (): void => {
+        while (sent < BIG) {
+          sent += piece.length;
+          if (!res.write(piece)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      res.once('finish', () => (bigFinished = true));
+      return more();
+    }
     const parts: Buffer[] = [];
     req.on('data', (d: Buffer) => parts.push(d));
     req.on('end', () => {
@@ -205,6 +223,34 @@ describe('the HTTP/1.1 relay', () => {
     await upstreamClosed;
     const call = await sc.recorder.waitForCall((c) => c.path === '/hold', { since });
     assert.equal(call.reset?.side, 'client');
+  });
+
+  it('reads the app no faster than the client reads the relay', async () => {
+    bigFinished = false;
+    const socket = net.connect(sc.port, '127.0.0.1');
+    socket.write(get('/big'));
+    // The client reads nothing for a second: the app must still be writing then.
+    socket.pause();
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(bigFinished, false, 'the relay held the whole response instead of pausing the app');
+    let got = 0;
+    await new Promise<void>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        got += d.length;
+        if (got >= BIG) resolve();
+      });
+      socket.resume();
+    });
+    assert.ok(got > BIG, 'the whole body and its head came through');
+    socket.destroy();
+  });
+
+  it('drops the request\'s hop-by-hop fields, Upgrade among them, and keeps the rest as sent', async () => {
+    const seen = app.seen.length;
+    const client = new RawClient(sc.port);
+    await client.send('GET /hop HTTP/1.1\r\nHost: app\r\nConnection: keep-alive, Upgrade, X-Secret\r\nUpgrade: websocket\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nX-Kept: 2\r\n\r\n', ['GET']);
+    assert.deepEqual(app.seen[seen]!.rawHeaders, ['Host', 'app', 'TE', 'trailers', 'X-Kept', '2']);
+    client.close();
   });
 
   const SHAPES: [string, string, number][] = [
