@@ -5,6 +5,8 @@
 //   detect     listen/sniff.ts           HTTP/1.1 or HTTP/2, from ALPN or the first bytes
 //   relay      relay/                    inbound HTTP/2 (--data-plane relay): frames passed
 //                                        through to one upstream connection per client connection
+//   relay-h1   relay-h1/                 inbound HTTP/1.1 (--http1-data-plane relay): heads and
+//                                        bodies passed as bytes to one upstream connection each
 //   terminate  proxy/, transcode/        everything else: each call forwarded on its own
 //                                        (node:http2, node:http), translated or mirrored
 //   call       call/call.ts              each call's one start and one end, its record
