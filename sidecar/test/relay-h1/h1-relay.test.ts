@@ -73,6 +73,20 @@ class RawClient {
     }
   }
 
+  /** Resolves once what came back holds `text`. */
+  async waitFor(text: string, timeoutMs = 5000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.buf.toString('latin1').includes(text)) {
+      if (Date.now() > deadline) throw new Error(`no ${JSON.stringify(text)} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /** Bytes written but not yet taken by the kernel. */
+  get unsent(): number {
+    return this.socket.writableLength;
+  }
+
   close(): void {
     this.socket.destroy();
   }
@@ -97,6 +111,14 @@ async function startApp(): Promise<{ server: http.Server; port: number; seen: Se
   const server = http.createServer((req, res) => {
     // Never answered: the call stays open until its client goes.
     if (req.url === '/hold') return void held.push(req);
+    if (req.url === '/slow-sink') {
+      // Reads nothing for a second, then counts what it is sent.
+      req.pause();
+      let n = 0;
+      req.on('data', (d: Buffer) => (n += d.length));
+      req.on('end', () => res.end(String(n)));
+      return void setTimeout(() => req.resume(), 1000);
+    }
     if (req.url === '/big') {
       res.writeHead(200, { 'content-length': BIG });
       const piece = Buffer.alloc(1 << 16, 0x61);
@@ -243,6 +265,25 @@ describe('the HTTP/1.1 relay', () => {
     });
     assert.ok(got > BIG, 'the whole body and its head came through');
     socket.destroy();
+  });
+
+  it('reads the client no faster than the app reads the relay', async () => {
+    const client = new RawClient(sc.port);
+    const size = 64 * 1024 * 1024;
+    const answer = client.send(Buffer.concat([Buffer.from(`POST /slow-sink HTTP/1.1\r\nHost: app\r\nContent-Length: ${size}\r\n\r\n`), Buffer.alloc(size, 0x62)]), ['POST'], 30_000);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(client.unsent > 0, 'the relay took the whole body while the app read none');
+    assert.equal((await answer)[0]!.body.toString(), String(size));
+    client.close();
+  });
+
+  it('passes Expect: 100-continue on and the app\'s 100 back, then the body', async () => {
+    const client = new RawClient(sc.port);
+    const answer = client.send('POST /continue HTTP/1.1\r\nHost: app\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n', ['POST']);
+    await client.waitFor('HTTP/1.1 100 Continue\r\n');
+    await client.send('hello', []);
+    assert.equal((await answer)[0]!.body.toString(), 'hello');
+    client.close();
   });
 
   it('drops the request\'s hop-by-hop fields, Upgrade among them, and keeps the rest as sent', async () => {
