@@ -346,6 +346,21 @@ describe('the HTTP/1.1 relay passes the app\'s answer as it came', () => {
     app.server.close();
   });
 
+  it('answers 408 to a head that trickles in past --request-headers-timeout, as the terminating path does', async () => {
+    const app = await startApp();
+    const sc = await startTestSidecar(`http://127.0.0.1:${app.port}`, [...RELAY, '--request-headers-timeout', '200ms']);
+    try {
+      const client = new RawClient(sc.port);
+      const [got] = await client.send('GET /slow HTTP/1.1\r\nHost: ap', ['GET']);
+      assert.equal(got!.status, 408);
+      await client.closed;
+      assert.equal(app.seen.length, 0);
+    } finally {
+      await sc.stop();
+      app.server.close();
+    }
+  });
+
   it('answers 503 when the app cannot be reached, and 502 when it closes without an answer', async () => {
     const closer = net.createServer((s) => s.once('data', () => s.destroy()));
     await new Promise<void>((r) => closer.listen(0, '127.0.0.1', r));
