@@ -245,7 +245,9 @@ export class H1RelayConnection {
     this.upError = undefined;
     this.upBlocked = false;
     up.on('data', (chunk: Buffer) => this.guard(() => this.fromUpstream(up, chunk)));
-    up.on('error', (err) => {
+    up.on('error', (err: Error & { code?: string }) => {
+      // One warn line per unreachable upstream, whichever path failed to connect.
+      if (!record.openTime) ctx.connectFailures.report(target.authority, err);
       if (this.up === up) this.upError = err;
     });
     up.once('close', () => this.guard(() => {
