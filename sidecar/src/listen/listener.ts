@@ -9,13 +9,13 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { HostPort } from '../config/parse-value.ts';
-import type { ConnectionRecord } from '../call/observer.ts';
 import type { TerminationReason } from '../call/faults.ts';
 import type { ProxyContext } from '../upstream/context.ts';
-import { now } from '../clock.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { abandonH1, abandonH2 } from '../proxy/call-guard.ts';
+import { now } from '../clock.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
+import { ClientConnection, destroyAfterLinger, type AskToGo } from './client-connection.ts';
 import { RelaySet } from '../relay/relay-set.ts';
 import { H1RelaySet } from '../relay-h1/h1-relay-set.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
@@ -29,16 +29,6 @@ import { nodeHttp2, nodeTls } from '../builtins.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 
-const CONN = Symbol('rpcscope.downstreamConnection');
-const SESSION = Symbol('rpcscope.session');
-const AGED = Symbol('rpcscope.aged');
-/** The connection was answered and is closing: nothing more on it is forwarded. */
-const REFUSED = Symbol('rpcscope.refused');
-type Tracked = { [CONN]?: ConnectionRecord; [SESSION]?: http2.ServerHttp2Session; [AGED]?: boolean; [REFUSED]?: boolean };
-
-/** A session cut for a flood: it is told so once, and counted once. */
-const CUT = Symbol('rpcscope.cut');
-type Cut = { [CUT]?: boolean };
 const ignore = (): void => {};
 /**
  * maxConcurrentStreams: Node advertises no limit by default; streams past this one
@@ -75,8 +65,6 @@ const GOAWAY_FOR: Partial<Record<TerminationReason, number>> = {
 const SESSION_WINDOW = 16 * 1024 * 1024;
 /** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
 const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
-/** After its 400, 405, 408 or 431, how long a client has to read it before its socket is destroyed. */
-const REFUSED_LINGER_MS = 1000;
 /** Connections closed past --max-connections are logged at most once per this interval, with the count since. */
 const OVER_LIMIT_LOG_MS = 10_000;
 
@@ -104,13 +92,25 @@ export class ProxyListener {
   /** The terminating HTTP/2 server, made when the first connection needs it (node:http2 loads then: see builtins.ts). */
   private h2Server: http2.Http2Server | undefined;
   private readonly sessions = new Set<http2.ServerHttp2Session>();
+  /** Each client connection by its socket: what the listener keeps of it, off Node's own objects. */
+  private readonly clients = new WeakMap<Duplex, ClientConnection>();
+  /**
+   * The connection node:http2 is taking: it makes the session as it takes the
+   * socket, within emit('connection'), and the session's socket is a stand-in
+   * for the socket, never the socket itself.
+   */
+  private arriving: ClientConnection | undefined;
+  private readonly askToGo: AskToGo = {
+    terminated: (session) => this.goaway(session),
+    relayed: (socket) => this.relays?.ageOut(socket) ?? false,
+  };
   /**
    * HTTP/1.1 connections. `h1` never listens (sockets reach it by emit('connection')),
    * and Node sets up the tracking behind closeIdleConnections()/closeAllConnections()
    * only on 'listening': those calls would close nothing and leave keep-alive clients
    * holding the drain open until keepAliveTimeout.
    */
-  private readonly h1Sockets = new Set<net.Socket>();
+  private readonly h1Clients = new Set<ClientConnection>();
   private draining = false;
   private readonly timeouts: ConnectionTimeouts;
   /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
@@ -185,7 +185,10 @@ export class ProxyListener {
     // Streams are taken from each session's own 'stream' event (trackSession), not
     // the server's: a stream may be emitted after its session was destroyed, when
     // only the session's closure still knows which connection it came on.
-    h2.on('session', (session) => this.contain(() => this.trackSession(session), () => session.destroy()));
+    h2.on('session', (session) => {
+      const client = this.arriving;
+      this.contain(() => this.trackSession(session, client), () => session.destroy());
+    });
     return (this.h2Server = h2);
   }
 
@@ -221,10 +224,12 @@ export class ProxyListener {
 
   /** Answers a request the proxy will not forward, and closes its connection. */
   private refuse(socket: Duplex, status: string, headers = ''): void {
+    const client = this.clients.get(socket);
     // llhttp may report more than one error for the bytes that follow the first.
-    if ((socket as Tracked)[REFUSED]) return void socket.destroy();
+    // Every socket node:http sees came through hand(): one it did not is only closed.
+    if (!client || client.refused) return void socket.destroy();
     this.ctx.faults.connectionTerminated('bad_request');
-    this.answerAndClose(socket, status, headers);
+    client.answerAndClose(status, headers);
   }
 
   /**
@@ -239,19 +244,12 @@ export class ProxyListener {
     socket.end(goawayFrame(0, Http2Error.PROTOCOL_ERROR));
     // What the client still sends is read and dropped: closing on unread bytes would reset the connection, GOAWAY and all.
     socket.resume();
-    setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
-  }
-
-  private answerAndClose(socket: Duplex, status: string, headers = ''): void {
-    (socket as Tracked)[REFUSED] = true;
-    if (!socket.writable) return void socket.destroy();
-    socket.end(`HTTP/1.1 ${status}\r\n${headers}connection: close\r\ncontent-length: 0\r\n\r\n`);
-    // A client that does not read its answer or close must not keep the socket.
-    setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
+    destroyAfterLinger(socket);
   }
 
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if ((req.socket as Tracked)[REFUSED]) {
+    const client = this.clients.get(req.socket);
+    if (client?.refused) {
       req.socket.destroy();
       return;
     }
@@ -264,30 +262,29 @@ export class ProxyListener {
       this.refuse(req.socket, '400 Bad Request');
       return;
     }
-    const conn = this.connectionOf(req.socket);
     try {
-      if (!conn) throw new Error('HTTP/1.1 request on an untracked connection');
+      if (!client) throw new Error('HTTP/1.1 request on an untracked connection');
       // A response asks its client to close the connection while draining, or once the connection is past its age.
-      this.forward.h1(this.ctx, conn, req, res, () => this.draining || (req.socket as Tracked)[AGED] === true);
+      this.forward.h1(this.ctx, client.record, req, res, () => this.draining || client.aged);
     } catch (err) {
-      this.ctx.faults.internalError(conn ? 'forward_h1' : 'listener', err);
+      this.ctx.faults.internalError(client ? 'forward_h1' : 'listener', err);
       // The caller gets an answer it can read as the proxy's failure; with the response already under way, a cut.
       abandonH1(res);
     }
   }
 
   private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-    const conn = this.connectionOf(req.socket);
+    const client = this.clients.get(req.socket);
     try {
-      if (!conn) throw new Error('HTTP/1.1 upgrade on an untracked connection');
-      this.forward.upgrade(this.ctx, conn, req, socket, head);
+      if (!client) throw new Error('HTTP/1.1 upgrade on an untracked connection');
+      this.forward.upgrade(this.ctx, client.record, req, socket, head);
     } catch (err) {
-      this.ctx.faults.internalError(conn ? 'forward_upgrade' : 'listener', err);
+      this.ctx.faults.internalError(client ? 'forward_upgrade' : 'listener', err);
       socket.destroy();
     }
   }
 
-  private onStream(conn: ConnectionRecord, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, rawHeaders?: string[]): void {
+  private onStream(client: ClientConnection, onClientReset: () => void, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, rawHeaders?: string[]): void {
     // A CONNECT stream asks for a tunnel (RFC 9113 §8.5; extended CONNECT is not
     // advertised), which a proxy bound to one upstream does not open.
     if (headers[':method'] === 'CONNECT') {
@@ -297,11 +294,11 @@ export class ProxyListener {
     }
     // String lengths count UTF-16 units, not octets; Node hands over field bytes as latin1, one unit each.
     if (headerListSize(headers, rawHeaders) > MAX_HEADER_LIST_SIZE) {
-      this.refuseOversizedHeaders(stream);
+      this.refuseOversizedHeaders(client, stream);
       return;
     }
     try {
-      this.forward.h2(this.ctx, conn, stream, headers, onClientReset, rawHeaders);
+      this.forward.h2(this.ctx, client.record, stream, headers, onClientReset, rawHeaders);
     } catch (err) {
       this.ctx.faults.internalError('forward_h2', err);
       // A gRPC caller reads RST_STREAM INTERNAL_ERROR as status INTERNAL. The reset
@@ -317,20 +314,21 @@ export class ProxyListener {
    * forwarded; as for HTTP/1.1, its connection is closed, but gracefully (GOAWAY
    * NO_ERROR), so that the other calls on it finish.
    */
-  private refuseOversizedHeaders(stream: http2.ServerHttp2Stream): void {
+  private refuseOversizedHeaders(client: ClientConnection, stream: http2.ServerHttp2Stream): void {
     const session = stream.session;
     stream.on('error', ignore);
     this.ctx.log.debug('HTTP/2 request headers over the header list size refused', { max: MAX_HEADER_LIST_SIZE });
     stream.respond({ ':status': 431, 'content-type': 'text/plain; charset=utf-8' });
     stream.end(`rpcscope: request header list over ${MAX_HEADER_LIST_SIZE} octets\n`);
     // Counted once per connection, however many of its streams were over.
-    if (!session || (session as Tracked)[REFUSED]) return;
-    (session as Tracked)[REFUSED] = true;
+    if (!session || client.refused) return;
+    client.refused = true;
     this.ctx.faults.connectionTerminated('bad_request');
     this.goaway(session);
   }
 
-  private cutFlood(session: http2.ServerHttp2Session, reason: 'reset_flood' | 'ping_flood' | 'settings_flood' = 'reset_flood'): void {
+  private cutFlood(client: ClientConnection, session: http2.ServerHttp2Session, reason: 'reset_flood' | 'ping_flood' | 'settings_flood'): void {
+    if (session.destroyed || client.cut) return;
     this.ctx.faults.connectionTerminated(reason);
     this.ctx.observer.goaway('proxy', Http2Error.ENHANCE_YOUR_CALM);
     const what = reason === 'reset_flood' ? 'streams reset faster than the budget (rapid reset)' : `${reason === 'ping_flood' ? 'PING' : 'SETTINGS'} frames sent faster than the budget`;
@@ -339,7 +337,7 @@ export class ProxyListener {
     // read that it was told to calm down. Then at once, from within the frame's event:
     // left open, nghttp2 would go on through the rest of the flood in the same read
     // and end the session itself, dropping the GOAWAY. The streams in flight end with it.
-    (session as Cut)[CUT] = true;
+    client.cut = true;
     session.goaway(Http2Error.ENHANCE_YOUR_CALM);
     session.destroy();
   }
@@ -354,101 +352,68 @@ export class ProxyListener {
     });
   }
 
-  private connectionOf(socket: unknown): ConnectionRecord | undefined {
-    return socket ? (socket as Tracked)[CONN] : undefined;
-  }
-
   private hand(socket: net.Socket, h2: boolean): void {
-    const conn: ConnectionRecord = {
-      id: this.ctx.nextConnId(),
-      side: 'downstream',
-      httpVersion: h2 ? '2' : '1.1',
-      peer: `${socket.remoteAddress}:${socket.remotePort}`,
-      openTime: now(),
-      closeTime: 0,
-      calls: 0,
-      active: 0,
-    };
-    (socket as Tracked)[CONN] = conn;
+    const client = new ClientConnection(socket, this.ctx.nextConnId(), h2, this.askToGo);
+    const conn = client.record;
+    this.clients.set(socket, client);
     socket.on('error', () => {});
     // The kernel probes a quiet client socket (HTTP/1.1 keep-alive, relayed HTTP/2): a backstop under the
     // PINGs, and the only check an idle HTTP/1.1 client gets. How soon it gives up is the pod's
     // net.ipv4.tcp_keepalive_intvl and _probes.
     if (this.settings.keepaliveIntervalMs > 0) socket.setKeepAlive(true, this.settings.keepaliveIntervalMs);
     this.ctx.observer.connectionOpened(conn);
-    const unwatch = this.timeouts.watch({ conn, bytesRead: h2 ? undefined : () => socket.bytesRead, expire: (why) => this.expire(socket, why) });
+    const unwatch = this.timeouts.watch({ conn, bytesRead: h2 ? undefined : () => socket.bytesRead, expire: (why) => this.expire(client, why) });
     socket.once('close', () => {
       unwatch();
       conn.closeTime = now();
       this.ctx.observer.connectionClosed(conn);
     });
-    const ageMs = this.settings.maxConnectionAgeMs;
-    if (ageMs > 0) {
-      // ±10 % jitter, so connections opened together (after a deploy) do not all go at once.
-      const timer = setTimeout(() => this.ageOut(socket, conn), ageMs * (0.9 + 0.2 * Math.random()));
-      timer.unref();
-      socket.once('close', () => clearTimeout(timer));
-    }
+    if (this.settings.maxConnectionAgeMs > 0) client.ageAfter(this.settings.maxConnectionAgeMs, this.settings.maxConnectionAgeGraceMs);
     if (h2 && this.relays) {
-      this.relays.add(socket, conn, () => this.h2().emit('connection', socket));
+      this.relays.add(socket, conn, () => this.terminateH2(client));
     } else if (h2) {
-      this.h2().emit('connection', socket);
+      this.terminateH2(client);
     } else if (this.h1Relays) {
       // A response asks its client to close the connection while draining, or once the connection is past its age.
-      this.h1Relays.add(socket, conn, () => this.draining || (socket as Tracked)[AGED] === true);
+      this.h1Relays.add(socket, conn, () => this.draining || client.aged);
     } else {
-      this.h1Sockets.add(socket);
-      socket.once('close', () => this.h1Sockets.delete(socket));
+      this.h1Clients.add(client);
+      socket.once('close', () => this.h1Clients.delete(client));
       this.h1.emit('connection', socket);
       socket.resume();
     }
   }
 
+  /** Hands an HTTP/2 connection to node:http2, whose 'session' (trackSession) comes before this returns. */
+  private terminateH2(client: ClientConnection): void {
+    this.arriving = client;
+    try {
+      this.h2().emit('connection', client.socket);
+    } finally {
+      this.arriving = undefined;
+    }
+  }
+
   /** --request-headers-timeout and --idle-timeout: the connection held a slot and did nothing with it. */
-  private expire(socket: net.Socket, why: Expiry): void {
+  private expire(client: ClientConnection, why: Expiry): void {
+    const { socket } = client;
     this.ctx.faults.connectionTerminated(why);
     this.ctx.log.debug('client connection closed', { reason: why, peer: `${socket.remoteAddress}:${socket.remotePort}` });
-    const session = (socket as Tracked)[SESSION];
-    if (session) {
-      this.goaway(session);
-      return;
-    }
-    // A relayed connection is asked to go as a terminated one is: GOAWAY, never a silent close.
-    if (this.relays?.ageOut(socket)) return;
-    if (why === 'request_headers_timeout') this.answerAndClose(socket, '408 Request Timeout');
-    else socket.destroy();
+    client.expire(why);
   }
 
-  /**
-   * --max-connection-age: HTTP/2 clients get GOAWAY and reconnect (through
-   * kube-proxy, likely to another pod) while their calls in flight finish;
-   * HTTP/1.1 clients are asked to close after their current response. Whatever
-   * is still open after the grace period is closed.
-   */
-  private ageOut(socket: net.Socket, conn: ConnectionRecord): void {
-    const tracked = socket as Tracked;
-    tracked[AGED] = true;
-    const session = tracked[SESSION];
-    if (session) this.goaway(session);
-    else if (!this.relays?.ageOut(socket) && conn.active === 0) socket.end();
-    const grace = setTimeout(() => (session ? session.destroy() : socket.destroy()), this.settings.maxConnectionAgeGraceMs);
-    grace.unref();
-    socket.once('close', () => clearTimeout(grace));
-  }
-
-  private trackSession(session: http2.ServerHttp2Session): void {
-    const socket = session.socket as (net.Socket & Tracked) | undefined;
-    const conn = this.connectionOf(socket);
-    if (!socket || !conn) throw new Error('HTTP/2 session on an untracked connection');
+  private trackSession(session: http2.ServerHttp2Session, client: ClientConnection | undefined): void {
+    if (!client) throw new Error('HTTP/2 session on an untracked connection');
+    const conn = client.record;
     this.sessions.add(session);
-    socket[SESSION] = session;
+    client.session = session;
     // Streams the client resets before their answer, faster than the budget allows:
     // a rapid-reset flood, whose connection is cut. Such a stream may arrive after its
     // session is gone; the forwarder then counts it as the client's reset and sends
     // nothing upstream.
     const budget = new ResetBudget(Date.now);
     const onClientReset = (): void => {
-      if (!budget.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session);
+      if (!budget.spend()) this.cutFlood(client, session, 'reset_flood');
     };
     // Streams open, for telling a stream over the acknowledged limit from other protocol errors.
     let open = 0;
@@ -456,7 +421,7 @@ export class ProxyListener {
     session.on('stream', (stream, headers, _flags, rawHeaders?: string[]) => {
       open++;
       stream.once('close', () => open--);
-      this.onStream(conn, onClientReset, stream, headers, rawHeaders);
+      this.onStream(client, onClientReset, stream, headers, rawHeaders);
     });
     const endedFor = this.tellWhyEnded(session, () => !session.pendingSettingsAck && open >= (session.localSettings.maxConcurrentStreams ?? Infinity));
     // Each PING and SETTINGS is owed an ACK: a client sending them faster than its
@@ -464,16 +429,16 @@ export class ProxyListener {
     const pings = new ControlFrameBudget(CONTROL_FRAME_BUDGETS.ping, Date.now);
     const settings = new ControlFrameBudget(CONTROL_FRAME_BUDGETS.settings, Date.now);
     session.on('ping', () => {
-      if (!pings.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session, 'ping_flood');
+      if (!pings.spend()) this.cutFlood(client, session, 'ping_flood');
     });
     session.on('remoteSettings', () => {
-      if (!settings.spend() && !session.destroyed && !(session as Cut)[CUT]) this.cutFlood(session, 'settings_flood');
+      if (!settings.spend()) this.cutFlood(client, session, 'settings_flood');
     });
     session.on('error', (err: Error & { code?: string; errno?: number }) => {
       // Node's HTTP/2 layer gave up on the session (nghttp2's flood and reset limits, bad
       // frames); a socket error is only the client going away.
       // A session already cut for a flood may hit nghttp2's limits while its GOAWAY is written: counted once.
-      if (!err.code?.startsWith('ERR_HTTP2_') || err.code === NodeErrorCode.HTTP2_SESSION_ERROR || (session as Cut)[CUT]) return;
+      if (!err.code?.startsWith('ERR_HTTP2_') || err.code === NodeErrorCode.HTTP2_SESSION_ERROR || client.cut) return;
       const reason = endedFor() ?? 'protocol_error';
       this.ctx.faults.connectionTerminated(reason);
       if (reason !== 'protocol_error') this.ctx.log.warn('client connection cut by the HTTP/2 layer', { reason, peer: conn.peer });
@@ -549,7 +514,7 @@ export class ProxyListener {
     this.relays?.drain();
     this.h1Relays?.drain();
     // Idle keep-alive connections go now; busy ones are asked to close with their response.
-    for (const socket of this.h1Sockets) if (this.connectionOf(socket)?.active === 0) socket.destroy();
+    for (const { socket, record } of this.h1Clients) if (record.active === 0) socket.destroy();
     return closed;
   }
 
@@ -558,7 +523,7 @@ export class ProxyListener {
     for (const session of this.sessions) session.destroy();
     this.relays?.destroy();
     this.h1Relays?.destroy();
-    for (const socket of this.h1Sockets) socket.destroy();
+    for (const { socket } of this.h1Clients) socket.destroy();
     this.server.close();
   }
 }

@@ -131,7 +131,8 @@ export function forwardH1ToH2(ctx: ProxyContext, inbound: Inbound, req: http.Inc
     const out: Record<string, string | string[]> = {};
     if (raw) fieldsFromRaw(raw, out, true);
     else filterH2Headers(h, out);
-    if (closing()) res.shouldKeepAlive = false;
+    // Draining, or past --max-connection-age: node:http closes the connection after this answer.
+    if (closing()) out.connection = 'close';
     res.writeHead(status, out);
     res.flushHeaders();
   }));

@@ -87,9 +87,11 @@ export function forwardH1(ctx: ProxyContext, inbound: Inbound, req: http.Incomin
     const status = upRes.statusCode ?? 502;
     tap.responseHeaders(status, upRes.headers);
     upstreamLength = upRes.headers['content-length'];
-    // Draining, or past --max-connection-age: the client is asked to close the connection.
-    if (closing()) res.shouldKeepAlive = false;
-    res.writeHead(status, upRes.statusMessage, filterRawHeaders(upRes.rawHeaders));
+    const headers = filterRawHeaders(upRes.rawHeaders);
+    // Draining, or past --max-connection-age: the client is asked to close the
+    // connection, and node:http closes it after this answer (a `Connection: close` it writes).
+    if (closing()) headers.push('connection', 'close');
+    res.writeHead(status, upRes.statusMessage, headers);
     // Headers go out now, not with the first body byte: server-sent events and
     // long polls must see them at once.
     res.flushHeaders();

@@ -10,6 +10,7 @@
 // the block once whole, writes it anew at that point of the stream.
 import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, FRAME_HEADER_LENGTH, Flag, FrameType, LARGEST_FRAME_SIZE, MAX_WINDOW, Setting } from '../h2/frame-types.ts';
+import type { HeaderList, HpackDecoder, HpackError } from './hpack-decoder.ts';
 
 export interface FrameSink {
   /** A complete header block: HEADERS (or PUSH_PROMISE) and its CONTINUATIONs. `flags` are the first frame's. */
@@ -37,6 +38,15 @@ export class FrameError extends RpcscopeError {
   }
 }
 
+/** A header block decoded by `hpack`; one that cannot be is a connection error (COMPRESSION_ERROR, RFC 9113 §4.3). */
+export function decoded(hpack: HpackDecoder, block: Buffer): HeaderList {
+  try {
+    return hpack.decode(block);
+  } catch (err) {
+    throw new FrameError(COMPRESSION_ERROR, (err as HpackError).message);
+  }
+}
+
 /** The frames of a header block, which translate mode writes anew. */
 function isHeaderBlock(type: number): boolean {
   return type === FrameType.HEADERS || type === FrameType.CONTINUATION || type === FrameType.PUSH_PROMISE;
@@ -45,6 +55,7 @@ function isHeaderBlock(type: number): boolean {
 const PROTOCOL_ERROR = 0x1;
 const FLOW_CONTROL_ERROR = 0x3;
 const FRAME_SIZE_ERROR = 0x6;
+const COMPRESSION_ERROR = 0x9;
 const ENHANCE_YOUR_CALM = 0xb;
 
 /**

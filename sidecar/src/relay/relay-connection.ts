@@ -16,15 +16,11 @@
 // so the upstream's request table stays empty whatever the client's holds; every
 // other frame still passes byte for byte.
 //
-// What stays here is where the connection is (its phase) and the two frame
-// sinks. Its parts own the rest: the calls open and what they keep
-// (relay-calls.ts), what goes to the client and to the upstream besides each
-// other's bytes (the two writers), calls sent on connections of the relay's own
-// (relay-detour.ts), the endings the relay gives calls itself
-// (local-endings.ts), what the GOAWAYs and SETTINGS of both sides said
-// (relay-goaway.ts, relay-settings.ts), why the connection ends
-// (relay-ending.ts), the upstream connection's record (upstream-connect.ts),
-// and the PINGs to a client gone quiet (client-keepalive.ts).
+// What stays here is where the connection is (its phase, and every move between
+// phases) and the two frame sinks, which hand each frame to the part that owns
+// what it touches: a new client stream to the admission (relay-admission.ts),
+// the client's further frames on its calls to client-requests.ts, the upstream's
+// to upstream-responses.ts. docs/architecture.md lists the other parts.
 import type net from 'node:net';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import { CONNECTION_CLOSED } from '../call/call-record.ts';
@@ -35,22 +31,25 @@ import type { ProxyContext } from '../upstream/context.ts';
 import type { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { clientKeepalive, type KeepaliveHost } from './client-keepalive.ts';
+import { ClientRequests } from './client-requests.ts';
 import { ClientWriter, type ClientWriterHost } from './client-writer.ts';
 import { ClientFrameBudget, RESET_FLOOD, STREAM_LIMIT } from './frame-budget.ts';
-import { FrameError, FrameParser, type FrameSink } from './frame-parser.ts';
+import { FrameError, FrameParser, decoded, type FrameSink } from './frame-parser.ts';
 import { voidFrame } from './frame-rewrite.ts';
 import { DEFAULT_MAX_FRAME_SIZE, Flag } from '../h2/frame-types.ts';
 import { goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
-import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList, type HpackError } from './hpack-decoder.ts';
+import { DEFAULT_TABLE_SIZE, HpackDecoder } from './hpack-decoder.ts';
 import { LocalEndings } from './local-endings.ts';
+import { StreamAdmission } from './relay-admission.ts';
 import { RelayCalls } from './relay-calls.ts';
 import { NEXT, type Phase } from './relay-phase.ts';
 import { RelayDetour, type DetourHost } from './relay-detour.ts';
 import { RelayEnding } from './relay-ending.ts';
 import { RelayGoaways } from './relay-goaway.ts';
 import { RelaySettings } from './relay-settings.ts';
-import { RelayStream, headerBag } from './relay-stream.ts';
+import type { RelayStream } from './relay-stream.ts';
 import { UpstreamLink, connectUpstream } from './upstream-connect.ts';
+import { UpstreamResponses } from './upstream-responses.ts';
 import { UpstreamWriter } from './upstream-writer.ts';
 
 /** Between the two GOAWAYs: time for streams the client sent before the first to arrive (no PING: its ACK would reach the upstream). */
@@ -95,6 +94,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
   private readonly toUpstream: UpstreamWriter;
   private readonly detour: RelayDetour;
   private readonly endings: LocalEndings;
+  /** What becomes of a new client stream; the client's frames on its open calls; the upstream's on them. */
+  private readonly admission: StreamAdmission;
+  private readonly requests: ClientRequests;
+  private readonly responses: UpstreamResponses;
   private readonly settings: RelaySettings;
   private readonly goaways: RelayGoaways;
   /** Floods of frames the client sends (frame-budget.ts), resets among them, and the stream limit it acknowledged. */
@@ -108,7 +111,7 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
   /** PINGs a client gone quiet (client-keepalive.ts). */
   private readonly keepalive: H2Keepalive;
 
-  constructor(private readonly opts: RelayOptions) {
+  constructor(opts: RelayOptions) {
     const { ctx, target } = opts;
     this.ctx = ctx;
     this.conn = opts.conn;
@@ -127,7 +130,10 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
     this.ending = new RelayEnding(ctx, this.conn, this.calls, this.goaways);
     this.detour = new RelayDetour(ctx, target, this.writer, this.calls, this);
     this.endings = new LocalEndings(ctx, this.conn, target, this.writer, this.toUpstream, this.calls);
-    const { requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams } = this;
+    const { conn, translate, requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams, calls, goaways, endings, detour } = this;
+    this.admission = new StreamAdmission({ ctx, conn, target, translate, requestHpack, frameBudget, calls, goaways, endings, detour, writer, toUpstream, host: this });
+    this.requests = new ClientRequests(calls, detour, endings, writer, toUpstream, requestHpack, fromClient, frameBudget);
+    this.responses = new UpstreamResponses(calls, detour, goaways, writer, frameBudget, this.fromUpstream, this.upstream);
     this.settings = new RelaySettings({ requestHpack, responseHpack, fromClient, writer, toUpstream, frameBudget, streams, windowsMoved: () => this.writeHeldThenClose() });
     // Frames go on as they come: Nagle's algorithm would hold a small answer for the client's delayed ACK.
     this.down.setNoDelay(true);
@@ -224,89 +230,28 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
         if (promised !== 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'PUSH_PROMISE from a client (RFC 9113 §8.4)');
         const list = decoded(this.requestHpack, block);
         const existing = this.streams.get(id);
-        if (existing) {
-          // Request trailers, unless the request was over.
-          if (existing.requestEnded) this.calls.states.afterEnd(id, 'HEADERS');
-          this.toUpstream.rewrite(id, flags, block, list, undefined);
-          if (this.requestHpack.overflowed) return this.endings.refuseTrailers(id, existing);
-          if (flags & Flag.END_STREAM) this.calls.requestComplete(id, existing);
-          return;
-        }
+        if (existing) return this.requests.trailers(id, existing, flags, block, list);
         // A stream already over, whose late frames the app ignores: nothing to count (stream-states.ts).
         if (!this.calls.states.opening(id)) return void this.toUpstream.rewrite(id, flags, block, list, undefined);
-        if (this.goaways.refuses(id) || this.phase === 'lost') return this.endings.refuse(id, flags, block, list);
-        // Past the limit it acknowledged (RFC 9113 §5.1.2), or on a connection already cut: no new call.
-        if (this.phase === 'closed' || this.frameBudget.overStreamLimit(this.streams.size)) return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
-        // Header list over the size: 431 and GOAWAY, as when terminating.
-        if (this.requestHpack.overflowed) {
-          this.endings.refuseHeaderList(id, this.translate);
-          if (!this.frameBudget.firstHeaderListRefused()) return;
+        const admitted = this.admission.admit(id, flags, block, list, this.phase);
+        if (admitted === 'stream_limit') return this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
+        if (admitted === 'header_list') {
           this.ctx.faults.connectionTerminated('bad_request');
-          return this.goAway();
-        }
-        const headerBytes = this.requestHpack.listSize;
-        const refusal = this.calls.refusal(headerBytes);
-        if (refusal) {
-          this.ctx.faults.streamRefused(refusal);
-          return this.endings.refuse(id, flags, block, list);
-        }
-        const stream = new RelayStream(this.ctx, this.conn, headerBag(list), this.opts.target.authority, this.writer.streamWindow);
-        this.toUpstream.rewrite(id, flags, block, list, stream.call.traceparent);
-        this.calls.add(id, stream, list, headerBytes);
-        stream.call.enforceDeadline(() => this.expire(id, stream));
-        if (flags & Flag.END_STREAM) stream.requestEnded = true;
-        if (this.phase === 'local') this.endings.unreachable(id, stream);
-        // The upstream said it takes no stream above this one (its HEADERS still went, for its HPACK table): sent elsewhere.
-        else if (this.phase === 'detached' || this.goaways.pastUpstream(id)) {
-          if (this.phase === 'detached' || this.goaways.upstreamHidden) this.detour.forward(id, stream);
-          // The client read the GOAWAY too, and retries the stream itself.
-          else this.calls.end(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
+          this.goAway();
         }
       },
-      data: (id, chunk, flags, last) => {
-        const stream = this.streams.get(id);
-        this.calls.states.data(id, stream);
-        // What of the frame is not data (its padding, §6.1) counts against the windows too.
-        const padding = last ? this.fromClient.dataPadding : 0;
-        // No upstream keeps the connection's window any more: the relay does.
-        const connection = this.phase === 'detached';
-        if (!stream || !stream.via) {
-          if (connection && chunk.length + padding > 0) this.writer.send(windowUpdateFrame(0, chunk.length + padding));
-          if (!stream) return;
-        }
-        if (chunk.length > 0) {
-          stream.call.tap.requestData(chunk);
-          this.calls.requestData(stream, chunk);
-          if (stream.via) this.detour.write(id, stream.via, chunk, connection);
-        }
-        // The upstream that would open this stream's window again no longer has it: the relay does.
-        if (stream.via && padding > 0) this.detour.credit(id, padding, connection);
-        if (last && flags & Flag.END_STREAM) {
-          stream.via?.end();
-          this.calls.requestComplete(id, stream);
-        }
-      },
+      data: (id, chunk, flags, last) => this.requests.data(id, chunk, flags, last, this.phase),
       rstStream: (id, code) => {
-        const stream = this.streams.get(id);
-        if (!stream) return this.calls.states.control(id, 'RST_STREAM');
-        if (stream.via && !stream.via.closed) stream.via.close(code === Http2Error.NO_ERROR ? Http2Error.CANCEL : code);
-        // Once the response is whole, a reset only stops the request side (RFC 9113 §8.1).
-        if (stream.responseEnded) return this.calls.end(id, stream);
-        this.calls.end(id, stream, { side: 'client', code });
-        // A stream the client resets before its answer is what a rapid-reset flood is made of.
-        if (!this.frameBudget.streamReset()) this.cut(RESET_FLOOD.reason, Http2Error.ENHANCE_YOUR_CALM, RESET_FLOOD.message);
+        if (!this.requests.reset(id, code)) this.cut(RESET_FLOOD.reason, Http2Error.ENHANCE_YOUR_CALM, RESET_FLOOD.message);
       },
       settings: (flags, payload) => this.settings.fromClient(flags, payload, this.phase),
       goaway: (_last, code) => this.ctx.observer.goaway('client', code),
       windowUpdate: (id, increment, payload) => {
-        if (id === 0) {
+        if (id !== 0) this.requests.windowUpdate(id, increment);
+        else {
           this.writer.connectionUpdate(increment);
           // What the relay's own DATA took of the window is the upstream's to hear of only while it keeps the window.
           if (this.phase === 'open') this.writer.repay(increment, payload, this.clientPiece);
-        } else {
-          const stream = this.streams.get(id);
-          if (stream) stream.clientWindow += increment;
-          else this.calls.states.control(id, 'WINDOW_UPDATE');
         }
         if (this.writer.holding) this.writeHeldThenClose();
         if (this.detour.busy) this.detour.flushOut();
@@ -323,72 +268,15 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
 
   private upstreamSink(): FrameSink {
     return {
-      headers: (id, flags, block, promised) => {
-        const list = decoded(this.responseHpack, block);
-        this.writer.upstreamBlock(block);
-        // A PUSH_PROMISE's block is decoded only to keep the table in step: it is a request, not this stream's response.
-        if (promised !== 0) return;
-        const stream = this.streams.get(id);
-        if (!stream || stream.via) return;
-        // The upstream took the call: it is never sent again.
-        this.calls.dropBody(stream);
-        stream.request = undefined;
-        stream.responseHeaders(headerBag(list), this.upstream.connectedAt);
-        if (flags & Flag.END_STREAM) this.calls.responseComplete(id, stream);
-      },
-      data: (id, chunk, flags, last) => {
-        if (last) this.frameBudget.dataFrameSent();
-        const stream = this.streams.get(id);
-        if (last) this.writer.upstreamData(stream, this.fromUpstream.frameLength);
-        if (!stream || stream.via) return;
-        if (chunk.length > 0) stream.call.tap.responseData(chunk);
-        if (last && flags & Flag.END_STREAM) this.calls.responseComplete(id, stream);
-      },
-      rstStream: (id, code, payload) => {
-        const stream = this.streams.get(id);
-        if (!stream) return;
-        // The stream is answered from elsewhere: the upstream's word on it is not for the client.
-        if (stream.via) return void (voidFrame(payload, this.upstreamPiece) || this.detour.abandon(id, stream));
-        // A stream refused while the client held more open than the app allows is the
-        // client's doing (RFC 9113 §5.1.2): it reaches the client refused, never sent
-        // elsewhere, or the limit would mean nothing.
-        if (
-          code === Http2Error.REFUSED_STREAM &&
-          !stream.responded &&
-          !stream.detour?.retried &&
-          stream.body &&
-          this.streams.size <= this.frameBudget.advertisedStreamLimit &&
-          voidFrame(payload, this.upstreamPiece)
-        ) {
-          return this.detour.retry(id, stream, this.goaways.pastUpstream(id) ? 'goaway' : 'refused_stream');
-        }
-        // A response that proved its own end (trailers, a status frame in the body) is whole whatever follows.
-        if (stream.responseEnded && (code === Http2Error.NO_ERROR || stream.provedEnd())) return this.calls.end(id, stream);
-        this.calls.end(id, stream, { side: 'upstream', code });
-      },
+      headers: (id, flags, block, promised) => this.responses.headers(id, flags, block, decoded(this.responseHpack, block), promised),
+      data: (id, chunk, flags, last) => this.responses.data(id, chunk, flags, last),
+      rstStream: (id, code, payload) => this.responses.reset(id, code, payload, this.upstreamPiece),
       settings: (flags, payload) => this.settings.fromUpstream(flags, payload),
-      goaway: (last, code, payload) => {
-        const hidden = this.goaways.fromUpstream(last, code, payload, this.upstreamPiece);
-        // Streams past the last one the upstream took were never worked on.
-        for (const [id, stream] of this.streams) {
-          if (id <= last || stream.via) continue;
-          if (hidden && !stream.responded && stream.body) this.detour.retry(id, stream, 'goaway');
-          else {
-            if (hidden) this.writer.send(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
-            this.calls.end(id, stream, { side: 'upstream', code: Http2Error.REFUSED_STREAM });
-          }
-        }
-      },
+      goaway: (last, code, payload) => this.responses.pastLast(last, this.goaways.fromUpstream(last, code, payload, this.upstreamPiece)),
       windowUpdate: () => {},
       ping: (flags, payload) => void (flags & Flag.ACK ? this.writer.clientPings.acked(payload) : this.writer.appPings.sent(payload)),
       other: () => {},
     };
-  }
-
-  /** --enforce-deadlines: the call's deadline passed (LocalEndings.deadline). */
-  private expire(id: number, stream: RelayStream): void {
-    if (this.streams.get(id) !== stream || this.phase === 'closed') return;
-    this.endings.deadline(id, stream);
   }
 
   /** The last call open ended: past the second GOAWAY, the connection closes once the bytes being read now (the call's last frames among them) have gone on. */
@@ -562,14 +450,5 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
     this.ending.unlessKnown({ side: 'proxy', code: Http2Error.CANCEL });
     this.close();
     this.down.destroy();
-  }
-}
-
-/** A header block decoded by `hpack`; one that cannot be is a connection error (COMPRESSION_ERROR, RFC 9113 §4.3). */
-function decoded(hpack: HpackDecoder, block: Buffer): HeaderList {
-  try {
-    return hpack.decode(block);
-  } catch (err) {
-    throw new FrameError(Http2Error.COMPRESSION_ERROR, (err as HpackError).message);
   }
 }

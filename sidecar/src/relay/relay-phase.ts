@@ -1,6 +1,6 @@
 // Where a relayed connection stands, and the moves between phases it may make:
 // read by the connection (relay-connection.ts), which alone moves it, and by its
-// parts (the detour) that act by it.
+// parts that act by it (the detour, the admission, the client's requests).
 
 /**
  * Where the connection is. Only `enter` moves it, and only along these:

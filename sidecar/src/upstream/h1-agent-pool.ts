@@ -83,6 +83,11 @@ class EndpointGate {
     return false;
   }
 
+  /** Whether a call may start now: nobody waits before it, and a socket is free or may be made. */
+  free(): boolean {
+    return this.head === this.waiting.length && this.canStart();
+  }
+
   /** Starts the call now, queues it, or (queue full) returns false. */
   admit(call: Waiting): boolean {
     if (this.head === this.waiting.length && this.canStart()) {
@@ -165,6 +170,10 @@ export class H1AgentPool {
    */
   request(target: UpstreamUrl, options: http.RequestOptions, handlers: H1CallHandlers): H1Call {
     const { agent, gate } = this.endpoint(target);
+    // The everyday case, a socket free or one to make and nobody waiting: the request is made
+    // now, with nothing kept for a wait that will not happen. Allocating the waiting call's
+    // closures on every call cost the REST path 4x its garbage collection (test/bench/relay.ts).
+    if (gate.free()) return this.start(target, options, agent, gate, handlers);
     let cancelled = false;
     let req: http.ClientRequest | undefined;
     const call: Waiting = {
@@ -172,13 +181,7 @@ export class H1AgentPool {
         return cancelled;
       },
       start: () => {
-        req = (target.tls ? nodeHttps() : http).request({ ...options, agent });
-        gate.inFlight++;
-        req.once('close', () => {
-          gate.inFlight--;
-          gate.drain();
-        });
-        handlers.sent(req);
+        req = this.start(target, options, agent, gate, handlers);
       },
       fail: (err) => {
         req?.destroy();
@@ -197,6 +200,18 @@ export class H1AgentPool {
         req?.destroy();
       },
     };
+  }
+
+  /** Makes the call's request, counted in flight at its gate until it closes. */
+  private start(target: UpstreamUrl, options: http.RequestOptions, agent: http.Agent, gate: EndpointGate, handlers: H1CallHandlers): http.ClientRequest {
+    const req = (target.tls ? nodeHttps() : http).request({ ...options, agent });
+    gate.inFlight++;
+    req.once('close', () => {
+      gate.inFlight--;
+      gate.drain();
+    });
+    handlers.sent(req);
+    return req;
   }
 
   /** The endpoint's agent and gate, made on its first call. */
