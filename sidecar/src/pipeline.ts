@@ -5,6 +5,8 @@
 //   detect     listen/sniff.ts           HTTP/1.1 or HTTP/2, from ALPN or the first bytes
 //   relay      relay/                    inbound HTTP/2 (--data-plane relay): frames passed
 //                                        through to one upstream connection per client connection
+//   relay-h1   relay-h1/                 inbound HTTP/1.1 (--http1-data-plane relay): heads and
+//                                        bodies passed as bytes to one upstream connection each
 //   terminate  proxy/, transcode/        everything else: each call forwarded on its own
 //                                        (node:http2, node:http), translated or mirrored
 //   call       call/call.ts              each call's one start and one end, its record
@@ -32,6 +34,7 @@ import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './upstream/ba
 import type { Config } from './config/load.ts';
 import { ProxyListener, type ListenSettings } from './listen/listener.ts';
 import { relayApplies } from './relay/relay-applies.ts';
+import { h1RelayApplies } from './relay-h1/h1-relay-applies.ts';
 import type { Logger } from './log.ts';
 import { Faults } from './call/faults.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
@@ -84,6 +87,7 @@ function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): Prox
     maxConnectionAgeMs,
     maxConnectionAgeGraceMs,
     relay: relayApplies(config),
+    http1Relay: h1RelayApplies(config),
   };
   return new ProxyListener(ctx, settings, forwarders);
 }

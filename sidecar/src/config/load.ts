@@ -80,6 +80,8 @@ export interface Config {
   adminTokenFile: string | undefined;
   /** How inbound HTTP/2 is carried: relayed frame by frame, or terminated per call. */
   dataPlane: 'relay' | 'terminate';
+  /** How inbound HTTP/1.1 is carried: relayed connection to connection, or terminated per call. */
+  http1DataPlane: 'relay' | 'terminate';
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
   accessLog: string;
   /** The share of calls the access log writes, 0 to 1. */
@@ -317,6 +319,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     debugEndpoints: v.get('debug-endpoints') as boolean,
     adminTokenFile: v.get('admin-token-file') as string | undefined,
     dataPlane: v.get('data-plane') as Config['dataPlane'],
+    http1DataPlane: v.get('http1-data-plane') as Config['http1DataPlane'],
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });

@@ -79,6 +79,7 @@ export const SETTINGS = [
   { flag: 'shadow', kind: { type: 'url' }, help: 'mirror unary REST and gRPC calls (bodies up to 1 MiB) to this second upstream once answered, compare its answers with the primary\'s and drop them' },
   { flag: 'service-name', kind: { type: 'string' }, default: 'rpcscope', help: 'service.name on target_info' },
   { flag: 'data-plane', kind: { type: 'enum', values: ['relay', 'terminate'] }, default: 'relay', help: 'inbound HTTP/2: relay frames to one upstream connection per client connection, or terminate each call (node:http2)' },
+  { flag: 'http1-data-plane', kind: { type: 'enum', values: ['relay', 'terminate'] }, default: 'terminate', help: 'inbound HTTP/1.1 (with --upstream-protocol http1 and a plain http:// upstream): relay each client connection to one upstream connection, heads and bodies passed on as bytes, or terminate each call (node:http)' },
   { flag: 'enforce-deadlines', kind: { type: 'bool' }, default: 'false', help: 'end calls at their deadline with DEADLINE_EXCEEDED and cancel the upstream' },
   { flag: 'log-level', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', help: 'log verbosity (JSON lines on stderr)' },
   { flag: 'access-log', kind: { type: 'string' }, placeholder: 'off|stdout|stderr|FILE', default: 'off', help: 'one JSON line per call: off, stdout, stderr or a file path (appended to)' },

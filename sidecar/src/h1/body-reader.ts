@@ -47,6 +47,8 @@ export class BodyReader {
   private trailerLine = '';
   /** Payload bytes (chunk data, or the whole body when not chunked) read so far. */
   payload = 0;
+  /** Given each slice of payload as it is read (chunk data without its framing): what a relay observes of a body. */
+  onPayload: ((slice: Buffer) => void) | undefined;
 
   /** The trailer section's limit: the head's, as Node's parser applies it. */
   constructor(private readonly maxTrailerBytes: number) {}
@@ -80,6 +82,11 @@ export class BodyReader {
     return this.state === State.Done;
   }
 
+  /** Whether the body is one read until the app closes the connection: its end is that close. */
+  get untilClose(): boolean {
+    return this.state === State.Close;
+  }
+
   /**
    * Reads body bytes from `chunk` at `from`: the index just past the last byte of
    * the body in this chunk (the body ended there when `done`). Throws H1Error.
@@ -93,6 +100,7 @@ export class BodyReader {
           return at;
         case State.Close: {
           this.payload += end - at;
+          this.onPayload?.(chunk.subarray(at, end));
           return end;
         }
         case State.Length:
@@ -100,6 +108,7 @@ export class BodyReader {
           const n = Math.min(this.remaining, end - at);
           this.remaining -= n;
           this.payload += n;
+          this.onPayload?.(chunk.subarray(at, at + n));
           at += n;
           if (this.remaining === 0) this.state = this.state === State.Length ? State.Done : State.DataCR;
           break;

@@ -17,6 +17,7 @@ import { now } from '../clock.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
 import { ClientConnection, destroyAfterLinger, type AskToGo } from './client-connection.ts';
 import { RelaySet } from '../relay/relay-set.ts';
+import { H1RelaySet } from '../relay-h1/h1-relay-set.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
 import { sniffHttpVersion } from './sniff.ts';
@@ -81,6 +82,8 @@ export interface ListenSettings {
   readonly maxConnectionAgeGraceMs: number;
   /** Whether HTTP/2 connections go to the relay (relay/relay-applies.ts). */
   readonly relay: boolean;
+  /** Whether HTTP/1.1 connections go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts). */
+  readonly http1Relay: boolean;
 }
 
 export class ProxyListener {
@@ -112,6 +115,8 @@ export class ProxyListener {
   private readonly timeouts: ConnectionTimeouts;
   /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
   private readonly relays: RelaySet | undefined;
+  /** HTTP/1.1 connections relayed to one upstream connection each (--http1-data-plane relay). */
+  private readonly h1Relays: H1RelaySet | undefined;
   /** When a connection closed past --max-connections was last logged, and how many were closed since without a line. */
   private overLimitLoggedAt = -Infinity;
   private overLimitUnlogged = 0;
@@ -140,6 +145,7 @@ export class ProxyListener {
     });
 
     this.relays = settings.relay ? new RelaySet(ctx) : undefined;
+    this.h1Relays = settings.http1Relay ? new H1RelaySet(ctx) : undefined;
 
     const { tlsCert, tlsKey } = settings;
     if (tlsCert && tlsKey) {
@@ -367,6 +373,9 @@ export class ProxyListener {
       this.relays.add(socket, conn, () => this.terminateH2(client));
     } else if (h2) {
       this.terminateH2(client);
+    } else if (this.h1Relays) {
+      // A response asks its client to close the connection while draining, or once the connection is past its age.
+      this.h1Relays.add(socket, conn, () => this.draining || client.aged);
     } else {
       this.h1Clients.add(client);
       socket.once('close', () => this.h1Clients.delete(client));
@@ -503,6 +512,7 @@ export class ProxyListener {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of this.sessions) this.goaway(session);
     this.relays?.drain();
+    this.h1Relays?.drain();
     // Idle keep-alive connections go now; busy ones are asked to close with their response.
     for (const { socket, record } of this.h1Clients) if (record.active === 0) socket.destroy();
     return closed;
@@ -512,6 +522,7 @@ export class ProxyListener {
   destroy(): void {
     for (const session of this.sessions) session.destroy();
     this.relays?.destroy();
+    this.h1Relays?.destroy();
     for (const { socket } of this.h1Clients) socket.destroy();
     this.server.close();
   }

@@ -109,3 +109,14 @@ export function setOwn<T>(out: Record<string, T>, name: string, value: T): void 
   if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
   else out[name] = value;
 }
+
+/** The fields a message's Connection options name (RFC 9110 §7.6.1), which a proxy drops too. */
+export function namedByConnection(options: readonly string[]): Set<string> | undefined {
+  return options.length ? connectionTokens([...options]) : undefined;
+}
+
+/** Whether a proxy drops the field `lower` (its name lowercased): `te` stays when it asks for trailers. */
+export function isHopByHop(lower: string, value: string, named: Set<string> | undefined): boolean {
+  if (lower === 'te') return !keepsTrailers(value);
+  return HOP_BY_HOP.has(lower) || named?.has(lower) === true;
+}

@@ -69,6 +69,20 @@ describe('the HTTP/1.1 parser reads pipelined requests', () => {
     assert.equal(bytes.toString('latin1', end), 'GET', 'the next message starts where the body ends');
   });
 
+  it('hands over the payload slices of a chunked body, in any cut, without its framing', () => {
+    const bytes = Buffer.from('5\r\nhello\r\nA;x="y"\r\n0123456789\r\n0\r\nx-t: 1\r\n\r\n', 'latin1');
+    for (let cut = 0; cut <= bytes.length; cut++) {
+      const body = new BodyReader(MAX);
+      const slices: Buffer[] = [];
+      body.onPayload = (s) => slices.push(Buffer.from(s));
+      body.begin({ kind: 'chunked' });
+      body.read(bytes.subarray(0, cut), 0);
+      body.read(bytes.subarray(cut), 0);
+      assert.equal(body.done, true, `cut at ${cut}`);
+      assert.equal(Buffer.concat(slices).toString('latin1'), 'hello0123456789', `cut at ${cut}`);
+    }
+  });
+
   it('HTTP/1.0 keeps the connection only with Connection: keep-alive', () => {
     assert.equal(readRequests(Buffer.from('GET / HTTP/1.0\r\n\r\n'))[0]!.head.keepAlive, false);
     assert.equal(readRequests(Buffer.from('GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n'))[0]!.head.keepAlive, true);

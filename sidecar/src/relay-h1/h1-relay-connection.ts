@@ -1,0 +1,480 @@
+// One client HTTP/1.1 connection relayed onto one upstream connection
+// (--http1-data-plane relay): each request and response head is read by the
+// strict parser (h1/) and passed on as its bytes, less its hop-by-hop lines;
+// bodies pass as they arrive, framing and all, read only for where they end and
+// the payload the call is counted with. The same Call as the terminating path
+// (forward-h1.ts) records each exchange, so the metrics are the same.
+//
+// Not (yet) done here, and what happens instead:
+// - Upgrade (WebSocket, h2c): Connection and Upgrade are hop-by-hop and dropped,
+//   so the app answers a plain request; a 101 it sends anyway ends the call 502.
+// - Expect: 100-continue passes on; the app's 100 is passed back. An app that
+//   answers before the body came ends the connection after its answer.
+// - A response read until close (no length, not chunked) is relayed, and the
+//   client's connection closes after it.
+// - An HTTP/1.0 client is answered in the app's framing (chunked included).
+// - A request that meets the app closing an idle connection (the keep-alive race)
+//   is answered 502, not sent again.
+// - Idle and header timeouts are the listener's (ConnectionTimeouts), as on the
+//   terminating path; TLS upstreams keep the terminating path (h1-relay-applies.ts).
+import { STATUS_CODES } from 'node:http';
+import type net from 'node:net';
+import { Call } from '../call/call.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
+import { now } from '../clock.ts';
+import { BodyReader } from '../h1/body-reader.ts';
+import { H1Error } from '../h1/h1-error.ts';
+import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type HeadField, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
+import { detectRequest, type Detected } from '../protocol/detect.ts';
+import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
+import { localReply, type LocalCode } from '../protocol/local-reply.ts';
+import { GrpcCode } from '../protocol/status-codes.ts';
+import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
+import { connectUpstream } from '../relay/upstream-connect.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+
+/** Heads past this size are refused (431), as Node's --max-http-header-size default. */
+const MAX_HEAD_BYTES = 16 * 1024;
+/** After its refusal, how long a client has to read it before its socket is destroyed (as the listener's). */
+const REFUSED_LINGER_MS = 1000;
+const CRLF = Buffer.from('\r\n');
+
+type HeaderBag = Record<string, string | string[]>;
+
+/** A head's fields as node:http's headers object (repeated names become a list). */
+function bagOf(fields: readonly HeadField[]): HeaderBag {
+  const bag: HeaderBag = Object.create(null) as HeaderBag;
+  for (const { name, value } of fields) {
+    const had = bag[name];
+    if (had === undefined) bag[name] = value;
+    else if (Array.isArray(had)) had.push(value);
+    else bag[name] = [had, value];
+  }
+  return bag;
+}
+
+/**
+ * A head's bytes less its hop-by-hop lines (and `drop`), with `extra` lines added
+ * at its end. Content-Length and Transfer-Encoding always stay: the body passes
+ * on in the framing they describe.
+ */
+function passHead(head: RequestHead | ResponseHead, extra: string, drop?: string): Buffer {
+  const named = namedByConnection(head.connection);
+  const parts: Buffer[] = [];
+  let from = 0;
+  for (const f of head.fields) {
+    if (f.name === 'content-length' || f.name === 'transfer-encoding') continue;
+    if (!isHopByHop(f.name, f.value, named) && f.name !== drop) continue;
+    parts.push(head.raw.subarray(from, f.start));
+    from = f.end;
+  }
+  if (from === 0 && extra === '') return head.raw;
+  parts.push(head.raw.subarray(from, head.raw.length - 2), Buffer.from(extra, 'latin1'), CRLF);
+  return Buffer.concat(parts);
+}
+
+const enum Phase {
+  /** Reading a request head. */
+  Head,
+  /** Passing the request's body on. */
+  Body,
+  /** The request is read whole; what the client sends next waits for its response. */
+  Waiting,
+  /** The client's connection is ending: nothing more is read. */
+  Closing,
+}
+
+/** The exchange in flight: one request and its response. */
+interface Exchange {
+  readonly call: Call;
+  readonly req: RequestHead;
+  readonly detected: Detected;
+  readonly contentType: string | undefined;
+  /** Whether the upstream connection counts it among its calls. */
+  counted: boolean;
+  /** A final response head was written to the client (by the app or the relay). */
+  answered: boolean;
+  /** The response's body is being passed on. */
+  inBody: boolean;
+  /** Whether the app keeps its connection after this response. */
+  upstreamKeeps: boolean;
+  /** Whether the client's connection carries another request after this response. */
+  clientKeeps: boolean;
+}
+
+export interface H1RelayOptions {
+  readonly ctx: ProxyContext;
+  readonly conn: ConnectionRecord;
+  readonly client: net.Socket;
+  /** Draining, or past --max-connection-age: the client is asked to close after its response. */
+  readonly closing: () => boolean;
+}
+
+export class H1RelayConnection {
+  private readonly ctx: ProxyContext;
+  private readonly client: net.Socket;
+  private readonly conn: ConnectionRecord;
+  private readonly closing: () => boolean;
+  private phase = Phase.Head;
+  private readonly reqHead = new HeadReader(MAX_HEAD_BYTES);
+  private readonly reqBody = new BodyReader(MAX_HEAD_BYTES);
+  private resHead = new HeadReader(MAX_HEAD_BYTES);
+  private readonly resBody = new BodyReader(MAX_HEAD_BYTES);
+  /** Client bytes past the request in flight, read once its response is done (pipelining). */
+  private held: Buffer | undefined;
+  private ex: Exchange | undefined;
+  private up: net.Socket | undefined;
+  private upRecord: ConnectionRecord | undefined;
+  private upError: (Error & { code?: string }) | undefined;
+  /** A write toward the app (or the client) waits for 'drain': the other side is not read meanwhile. */
+  private upBlocked = false;
+  private clientBlocked = false;
+
+  constructor({ ctx, conn, client, closing }: H1RelayOptions) {
+    this.ctx = ctx;
+    this.conn = conn;
+    this.client = client;
+    this.closing = closing;
+    client.setNoDelay(true);
+    this.reqBody.onPayload = (slice) => this.ex?.call.tap.requestData(slice);
+    this.resBody.onPayload = (slice) => this.ex?.call.tap.responseData(slice);
+    client.on('data', (chunk: Buffer) => this.guard(() => this.fromClient(chunk, 0)));
+    client.once('close', () => this.guard(() => this.clientClosed()));
+    // The listener hands the socket over paused, its first bytes put back.
+    client.resume();
+  }
+
+  /** Idle between requests: nothing is in flight or half read. */
+  get idle(): boolean {
+    return this.ex === undefined && this.held === undefined && this.reqHead.pending === 0;
+  }
+
+  /** Ends the connection now if idle; else after the response in flight (closing() says so by then). */
+  drain(): void {
+    if (this.idle) this.client.destroy();
+  }
+
+  destroy(): void {
+    this.client.destroy();
+    this.up?.destroy();
+  }
+
+  /** A fault in the relay's own code ends this connection only. */
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.ctx.faults.internalError('relay', err);
+      this.client.destroy();
+      this.up?.destroy();
+    }
+  }
+
+  private fromClient(chunk: Buffer, from: number): void {
+    let at = from;
+    while (at < chunk.length) {
+      if (this.phase === Phase.Closing) return;
+      if (this.phase === Phase.Waiting) {
+        const rest = chunk.subarray(at);
+        this.held = this.held ? Buffer.concat([this.held, rest]) : rest;
+        return this.syncClient();
+      }
+      try {
+        if (this.phase === Phase.Head) {
+          const end = this.reqHead.read(chunk, at);
+          if (end < 0) return;
+          at = end;
+          this.begin(parseRequestHead(this.reqHead.take()));
+        } else {
+          const end = this.reqBody.read(chunk, at);
+          if (end > at) this.toUpstream(chunk.subarray(at, end));
+          at = end;
+          if (this.reqBody.done) this.requestRead();
+        }
+      } catch (err) {
+        if (!(err instanceof H1Error)) throw err;
+        return this.refuse(err);
+      }
+    }
+  }
+
+  /** A request head: its call starts, and the head goes on to the app. */
+  private begin(req: RequestHead): void {
+    const { ctx } = this;
+    const headers = bagOf(req.fields);
+    const { detected, bare, contentType } = detectRequest(req.method, req.target, headers, ctx.config.trpcPrefix);
+    const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
+    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true };
+    this.ex = ex;
+    this.phase = Phase.Body;
+    this.reqBody.begin(req.framing);
+    const up = this.upstream();
+    call.sent(ctx.config.upstream.authority);
+    if (this.upRecord?.openTime) this.count(ex);
+    // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
+    const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
+    this.toUpstream(passHead(req, extra, call.traceparent ? 'traceparent' : undefined));
+    call.enforceDeadline(() => this.guard(() => this.expire(ex, up)));
+    if (this.reqBody.done) this.requestRead();
+  }
+
+  private requestRead(): void {
+    this.phase = Phase.Waiting;
+    this.syncClient();
+  }
+
+  /** The upstream connection, made at the first request and again after the app closed it. */
+  private upstream(): net.Socket {
+    if (this.up) return this.up;
+    const { ctx } = this;
+    const target = ctx.config.upstream;
+    const record: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
+    const up = connectUpstream(target, undefined, ctx.config.connectTimeoutMs, () => this.guard(() => {
+      record.openTime = now();
+      ctx.observer.connectionOpened(record);
+      const ex = this.ex;
+      // The call reached the upstream only once its connection was up.
+      if (ex && !ex.counted) {
+        ex.call.record.upstreamStartTime = record.openTime;
+        this.count(ex);
+      }
+    }));
+    this.up = up;
+    this.upRecord = record;
+    this.resHead = new HeadReader(MAX_HEAD_BYTES);
+    this.upError = undefined;
+    this.upBlocked = false;
+    up.on('data', (chunk: Buffer) => this.guard(() => this.fromUpstream(up, chunk)));
+    up.on('error', (err: Error & { code?: string }) => {
+      // One warn line per unreachable upstream, whichever path failed to connect.
+      if (!record.openTime) ctx.connectFailures.report(target.authority, err);
+      if (this.up === up) this.upError = err;
+    });
+    up.once('close', () => this.guard(() => {
+      if (record.openTime) {
+        record.closeTime = now();
+        ctx.observer.connectionClosed(record);
+      }
+      if (this.up === up) this.upstreamClosed();
+    }));
+    return up;
+  }
+
+  private count(ex: Exchange): void {
+    ex.counted = true;
+    this.upRecord!.calls++;
+    this.upRecord!.active++;
+  }
+
+  private fromUpstream(up: net.Socket, chunk: Buffer): void {
+    if (this.up !== up) return;
+    const ex = this.ex;
+    let at = 0;
+    while (ex && at < chunk.length && this.ex === ex) {
+      try {
+        if (!ex.inBody) {
+          const end = this.resHead.read(chunk, at);
+          if (end < 0) return;
+          at = end;
+          this.responseHead(ex, parseResponseHead(this.resHead.take()));
+        } else {
+          const end = this.resBody.read(chunk, at);
+          if (end > at) this.toClient(chunk.subarray(at, end));
+          at = end;
+          if (this.resBody.done) this.responseDone(ex);
+        }
+      } catch (err) {
+        if (!(err instanceof H1Error)) throw err;
+        return this.upstreamFailed(ex, err);
+      }
+    }
+    // Bytes from the app past its answer: its connection no longer follows the exchanges.
+    if (at < chunk.length && this.up === up) {
+      const next = this.ex;
+      this.dropUpstream();
+      if (next) this.upstreamFailed(next, undefined);
+    }
+  }
+
+  private responseHead(ex: Exchange, res: ResponseHead): void {
+    const { record, tap } = ex.call;
+    const framing = responseFraming(res, ex.req.method);
+    if (res.status === 101) throw new H1Error('status_line', 'a 101 to a request the relay did not upgrade');
+    // An interim answer (100 Continue, 103 Early Hints) passes on; the final one follows.
+    if (res.status < 200) return this.toClient(passHead(res, ''));
+    record.upstreamHeadersTime = now();
+    tap.responseHeaders(res.status, bagOf(res.fields));
+    ex.upstreamKeeps = res.keepAlive;
+    ex.clientKeeps = ex.req.keepAlive && framing.kind !== 'close' && !this.closing();
+    ex.answered = true;
+    ex.inBody = true;
+    this.toClient(passHead(res, this.connectionLine(ex)));
+    this.resBody.begin(framing);
+    if (this.resBody.done) this.responseDone(ex);
+  }
+
+  /** What the client is told of its connection, where the app's Connection field was dropped. */
+  private connectionLine(ex: Exchange): string {
+    if (!ex.clientKeeps) return 'connection: close\r\n';
+    return ex.req.minor === 0 ? 'connection: keep-alive\r\n' : '';
+  }
+
+  /** The response is passed on whole: the call ends, and the next request is read. */
+  private responseDone(ex: Exchange): void {
+    ex.call.record.upstreamEndTime = now();
+    this.endExchange(ex);
+    if (!ex.upstreamKeeps) this.dropUpstream();
+    // A response that came before its request's body was read whole leaves the connection unreadable.
+    // Draining since the head went: the client, told nothing, is closed between responses.
+    if (this.phase !== Phase.Waiting || !ex.clientKeeps || this.closing()) return this.closeClient();
+    this.phase = Phase.Head;
+    const held = this.held;
+    this.held = undefined;
+    this.syncClient();
+    if (held) this.fromClient(held, 0);
+  }
+
+  private endExchange(ex: Exchange, reset?: { side: 'client' | 'upstream' | 'proxy'; code: number }): void {
+    this.ex = undefined;
+    ex.inBody = false;
+    if (ex.counted) this.upRecord!.active--;
+    ex.call.end(reset);
+  }
+
+  /** The app's connection closed: between exchanges the next request connects again. */
+  private upstreamClosed(): void {
+    this.up = undefined;
+    this.upBlocked = false;
+    this.syncClient();
+    const ex = this.ex;
+    if (!ex) return;
+    if (!ex.answered) return this.upstreamFailed(ex, this.upError);
+    // A response read until close ends here; any other was cut short, and the client must not take it for whole.
+    if (this.resBody.untilClose) return this.responseDone(ex);
+    this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
+    this.client.destroy();
+  }
+
+  /**
+   * The app gave no answer the client can read: unreachable, closed without an
+   * answer, or a head the parser refused. Answered as forward-h1.ts answers it.
+   */
+  private upstreamFailed(ex: Exchange, err: (Error & { code?: string }) | undefined): void {
+    this.dropUpstream();
+    if (ex.answered) {
+      // Mid-body: the client's connection is cut, so that a truncated body is not taken for whole.
+      this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
+      return void this.client.destroy();
+    }
+    const opened = ex.counted;
+    const target = this.ctx.config.upstream;
+    if (!opened) ex.call.record.upstreamUnreachable = true;
+    // Connected, then closed without an answer: perhaps no longer the server it was.
+    else this.ctx.protocols.forget(target);
+    const why = err instanceof H1Error ? err.message : (err?.code ?? err?.message ?? 'closed');
+    this.reply(ex, opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${opened ? 'closed the connection' : 'unavailable'}: ${why}`);
+  }
+
+  /** --enforce-deadlines: the call's deadline passed. */
+  private expire(ex: Exchange, up: net.Socket): void {
+    if (this.ex !== ex) return;
+    if (this.up === up) this.dropUpstream();
+    if (!ex.answered) return this.reply(ex, GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    this.endExchange(ex, { side: 'proxy', code: CONNECTION_CLOSED });
+    this.client.destroy();
+  }
+
+  /** The relay's own answer to the call in flight, which then ends. */
+  private reply(ex: Exchange, code: LocalCode, message: string): void {
+    const r = localReply(ex.detected.protocol, ex.detected.framed, ex.contentType, code, message);
+    const { tap } = ex.call;
+    tap.responseHeaders(r.status, r.headers);
+    if (r.body) tap.responseData(r.body);
+    ex.answered = true;
+    ex.clientKeeps = ex.req.keepAlive && !this.closing();
+    let head = `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? ''}\r\n`;
+    for (const [name, value] of Object.entries(r.headers)) head += `${name}: ${value}\r\n`;
+    head += `content-length: ${r.body?.length ?? 0}\r\n${this.connectionLine(ex)}\r\n`;
+    this.toClient(Buffer.from(head, 'latin1'));
+    if (r.body) this.toClient(r.body);
+    ex.call.record.upstreamEndTime = now();
+    ex.upstreamKeeps = false;
+    this.responseDone(ex);
+  }
+
+  /** A request the strict parser refused: answered with its status, counted, and never forwarded. */
+  private refuse(err: H1Error): void {
+    const ex = this.ex;
+    this.ctx.log.debug('HTTP/1.1 request refused', { reason: err.reason, error: err.message, peer: this.conn.peer });
+    this.ctx.faults.connectionTerminated('bad_request');
+    if (ex) {
+      // Mid-body: what the app has of it is no request; its connection goes.
+      this.dropUpstream();
+      if (ex.answered) {
+        this.endExchange(ex, { side: 'client', code: CONNECTION_CLOSED });
+        return void this.client.destroy();
+      }
+      ex.call.tap.responseHeaders(err.status, {});
+      this.endExchange(ex);
+    }
+    this.toClient(Buffer.from(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, 'latin1'));
+    this.closeClient();
+  }
+
+  /** The client's connection ends once what was written to it is sent; a client that does not close is cut. */
+  private closeClient(): void {
+    this.phase = Phase.Closing;
+    this.held = undefined;
+    this.dropUpstream();
+    this.client.end();
+    // What the client still sends is read and dropped: closing on unread bytes would reset the connection.
+    this.client.resume();
+    setTimeout(() => this.client.destroy(), REFUSED_LINGER_MS).unref();
+  }
+
+  private clientClosed(): void {
+    this.phase = Phase.Closing;
+    const ex = this.ex;
+    this.dropUpstream();
+    if (ex) this.endExchange(ex, { side: 'client', code: CONNECTION_CLOSED });
+  }
+
+  /** Lets go of the app's connection: the next request, if any, connects anew. */
+  private dropUpstream(): void {
+    const up = this.up;
+    this.up = undefined;
+    this.upBlocked = false;
+    up?.destroy();
+    if (up) this.syncClient();
+  }
+
+  private toUpstream(bytes: Buffer): void {
+    const up = this.up;
+    if (!up || up.write(bytes) || this.upBlocked) return;
+    this.upBlocked = true;
+    this.syncClient();
+    up.once('drain', () => {
+      if (this.up !== up) return;
+      this.upBlocked = false;
+      this.syncClient();
+    });
+  }
+
+  private toClient(bytes: Buffer): void {
+    const { client } = this;
+    if (client.destroyed || client.write(bytes) || this.clientBlocked) return;
+    this.clientBlocked = true;
+    this.up?.pause();
+    client.once('drain', () => {
+      this.clientBlocked = false;
+      this.up?.resume();
+    });
+  }
+
+  /** The client is read while a request is being read and the app takes what it is sent. */
+  private syncClient(): void {
+    if (this.phase === Phase.Closing) return;
+    if (this.phase === Phase.Waiting || this.upBlocked) this.client.pause();
+    else this.client.resume();
+  }
+}

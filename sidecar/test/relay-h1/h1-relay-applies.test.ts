@@ -1,0 +1,42 @@
+// Which settings send inbound HTTP/1.1 to the HTTP/1.1 relay, and which keep the
+// terminating path, read from the command line as a user gives it.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadConfig, type Config } from '../../src/config/load.ts';
+import { h1RelayApplies } from '../../src/relay-h1/h1-relay-applies.ts';
+
+function config(...args: string[]): Config {
+  const r = loadConfig(['--upstream', 'http://127.0.0.1:8080', ...args], {});
+  assert.equal(r.kind, 'run');
+  return (r as { config: Config }).config;
+}
+
+const RELAY = ['--http1-data-plane', 'relay', '--upstream-protocol', 'http1'];
+
+describe('h1RelayApplies', () => {
+  it('keeps the terminating path by default', () => {
+    assert.equal(config().http1DataPlane, 'terminate');
+    assert.equal(h1RelayApplies(config()), false);
+    assert.equal(h1RelayApplies(config('--upstream-protocol', 'http1')), false);
+  });
+
+  it('relays with --http1-data-plane relay toward a plain HTTP/1.1 upstream', () => {
+    assert.equal(h1RelayApplies(config(...RELAY)), true);
+    assert.equal(h1RelayApplies(config(...RELAY, '--data-plane', 'terminate')), true, 'the HTTP/2 plane is chosen apart');
+  });
+
+  it('keeps the terminating path where the upstream is not spoken to over plain HTTP/1.1', () => {
+    assert.equal(h1RelayApplies(config('--http1-data-plane', 'relay')), false, 'auto');
+    assert.equal(h1RelayApplies(config('--http1-data-plane', 'relay', '--upstream-protocol', 'http2')), false);
+    const tls = loadConfig(['--upstream', 'https://127.0.0.1:8443', ...RELAY], {});
+    assert.equal(tls.kind, 'run');
+    assert.equal(h1RelayApplies((tls as { config: Config }).config), false);
+  });
+
+  it('keeps the terminating path where a call needs an upstream of its own', () => {
+    assert.equal(h1RelayApplies(config(...RELAY, '--mode', 'outbound')), false);
+    assert.equal(h1RelayApplies(config(...RELAY, '--grpc-upstream', 'http://127.0.0.1:9090')), false);
+    assert.equal(h1RelayApplies(config(...RELAY, '--shadow', 'http://127.0.0.1:9091')), false);
+    assert.equal(h1RelayApplies(config(...RELAY, '--grpc-web-bridge')), false);
+  });
+});
