@@ -82,7 +82,8 @@ describe('rpcscope --help', () => {
       // Every row's text starts at the column: flag rows, wrapped lines and env lines alike.
       assert.ok(row.length > column && row[column] !== ' ' && row.slice(0, column).trimEnd().length <= column - 2, JSON.stringify(row));
     }
-    for (const row of flagRows) assert.match(row.slice(0, column), /^ {2}--[a-z-]+(?: \S+)? {2,}$/, row);
+    // Flag names are lower case, digits allowed (--http1-data-plane).
+    for (const row of flagRows) assert.match(row.slice(0, column), /^ {2}--[a-z][a-z0-9-]*(?: \S+)? {2,}$/, row);
     assert.match(r.stdout, /^ {2}--balance round_robin\|least_request\|ewma\|sticky {2}outbound:/m);
     assert.match(r.stdout, /^ {2}--access-log off\|stdout\|stderr\|FILE +one JSON line per call/m);
     assert.ok(r.stdout.split('\n').every((l) => l.length <= 110));
