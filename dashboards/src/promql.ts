@@ -132,7 +132,7 @@ export function podCallRate(scope: Matchers, at: At = NOW, callsOnly: Matchers =
 
 /**
  * max / mean of the per-pod inbound call rate per service: the same figure as
- * the namespace_service:rpcscope_calls_total:pod_skew1m recording rule, computed
+ * the namespace_service:rpcscope_calls_total:pod_skew2m recording rule, computed
  * inline so the dashboards work on a Prometheus without rpcscope's rules.
  */
 export function podSkew(scope: Matchers): string {

@@ -138,9 +138,9 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     const expr = substitute(podSkewPanel.targets[0]?.expr ?? '', { ...DATA_VALUES, service: 'orders' });
     const panelSkew = value(await prom.query(expr));
     assert.ok(Math.abs(panelSkew - 2) < 0.25, `panel skew ${panelSkew}`);
-    const ruleSkew = value(await prom.query('namespace_service:rpcscope_calls_total:pod_skew1m{service="orders"}'));
+    const ruleSkew = value(await prom.query('namespace_service:rpcscope_calls_total:pod_skew2m{service="orders"}'));
     assert.ok(Math.abs(ruleSkew - 2) < 0.25, `rule skew ${ruleSkew}`);
-    const shares = await prom.query('namespace_service_pod:rpcscope_calls_total:share1m{service="orders"}');
+    const shares = await prom.query('namespace_service_pod:rpcscope_calls_total:share2m{service="orders"}');
     assert.equal(shares.length, stack.pods.length);
     const sticky = Number(shares.find((s) => s.metric.pod === stack.pods[0])?.value[1]);
     assert.ok(Math.abs(sticky - 2 / 3) < 0.08, `share of ${stack.pods[0]}: ${sticky}`);

@@ -53,7 +53,7 @@ describe('prometheus rules', () => {
       mkdirSync(join(dir, 'rules'));
       mkdirSync(join(dir, 'tests'));
       const original = readFileSync(join(PROM_DIR, 'rules', 'rpcscope.rules.yml'), 'utf8');
-      const loosened = original.replace('namespace_service:rpcscope_calls_total:pod_skew1m > 1.5', 'namespace_service:rpcscope_calls_total:pod_skew1m > 2.5');
+      const loosened = original.replace('namespace_service:rpcscope_calls_total:pod_skew2m > 1.5', 'namespace_service:rpcscope_calls_total:pod_skew2m > 2.5');
       assert.notEqual(loosened, original);
       writeFileSync(join(dir, 'rules', 'rpcscope.rules.yml'), loosened);
       for (const t of TEST_FILES) copyFileSync(join(PROM_DIR, t), join(dir, t));
@@ -94,8 +94,8 @@ describe('prometheus rules', () => {
   });
 
   it('record per-pod call rate and cross-pod skew by namespace and service', () => {
-    for (const r of ['namespace_service_pod:rpcscope_calls_total:rate1m', 'namespace_service:rpcscope_calls_total:pod_skew1m']) assert.ok(records.has(r), r);
-    const skew = rules.find((r) => r.record === 'namespace_service:rpcscope_calls_total:pod_skew1m');
+    for (const r of ['namespace_service_pod:rpcscope_calls_total:rate2m', 'namespace_service:rpcscope_calls_total:pod_skew2m']) assert.ok(records.has(r), r);
+    const skew = rules.find((r) => r.record === 'namespace_service:rpcscope_calls_total:pod_skew2m');
     assert.match(skew?.expr ?? '', /max by \(namespace, service\)[\s\S]*\/[\s\S]*avg by \(namespace, service\)/);
   });
 

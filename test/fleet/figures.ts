@@ -35,7 +35,7 @@ async function recordedSkew(fleet: Fleet): Promise<string> {
     10_000,
     'two scrapes of every calls series',
   );
-  const got = await fleet.recorded('namespace_service:rpcscope_calls_total:pod_skew1m', Date.now());
+  const got = await fleet.recorded('namespace_service:rpcscope_calls_total:pod_skew2m', Date.now());
   return got[0] === undefined ? 'none' : Number(got[0].value[1]).toFixed(2);
 }
 
@@ -55,7 +55,7 @@ async function inboundScenarios(): Promise<void> {
       scenario: '1 sticky: grpc-js via TCP balancer',
       shares: sharesOf(fleet, run.perPod),
       skew: podSkew(fleet, run.perPod),
-      note: `${run.connections} conn, ${run.load.perCode.OK ?? 0}/${CALLS} OK; Prometheus pod_skew1m ${skewCold} (idle pods never called) -> ${skewWarm} (every pod called once)`,
+      note: `${run.connections} conn, ${run.load.perCode.OK ?? 0}/${CALLS} OK; Prometheus pod_skew2m ${skewCold} (idle pods never called) -> ${skewWarm} (every pod called once)`,
     });
   } finally {
     await fleet.stop();

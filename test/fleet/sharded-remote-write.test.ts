@@ -232,7 +232,7 @@ describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over $
         if (a.size > 0) compared++;
       }
     }
-    // Per-pod 1-minute calls, 5-minute calls by method and code, 5-minute calls without a deadline (the simulated sidecars have no resets and, at standard, no deadline histogram).
+    // Per-pod 2-minute calls, 5-minute calls by method and code, 5-minute calls without a deadline (the simulated sidecars have no resets and, at standard, no deadline histogram).
     assert.ok(compared >= 3, `${compared} rules over raw series had data`);
     // The alerts the rules raise: the same ones, pending or firing.
     const alerts = '{__name__="ALERTS", alertname=~"Rpcscope.*"}';

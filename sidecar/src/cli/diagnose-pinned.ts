@@ -55,10 +55,10 @@ async function adminUrls(ctx: DiagnoseContext): Promise<Map<string, string>> {
 
 export async function pinnedPods(ctx: DiagnoseContext): Promise<Finding[]> {
   const { since, minCalls } = ctx.settings;
-  const rulesLoaded = since.seconds >= RULE_WINDOWS * 60 && (await ctx.query(`count(namespace_service_pod:rpcscope_calls_total:rate1m${ctx.sel()})`)).length > 0;
+  const rulesLoaded = since.seconds >= RULE_WINDOWS * 60 && (await ctx.query(`count(namespace_service_pod:rpcscope_calls_total:rate2m${ctx.sel()})`)).length > 0;
   // Per-pod rate over the window; pods with no call at all are there at 0 (their target_info), as the rule has them.
   const rateQuery = rulesLoaded
-    ? `avg_over_time(namespace_service_pod:rpcscope_calls_total:rate1m${ctx.sel()}${ctx.range()})`
+    ? `avg_over_time(namespace_service_pod:rpcscope_calls_total:rate2m${ctx.sel()}${ctx.range()})`
     : `${ctx.increase('rpcscope_calls_total', 'direction="inbound"', 'namespace, service, pod')} / ${since.seconds} or 0 * group by (namespace, service, pod) (last_over_time(target_info${ctx.sel()}${ctx.range()}))`;
   const rates = await ctx.query(rateQuery);
   const byService = new Map<string, Array<{ pod: string; rate: number }>>();
@@ -140,7 +140,7 @@ export async function pinnedPods(ctx: DiagnoseContext): Promise<Finding[]> {
         'or put the callers behind an outbound sidecar that balances every call: RPCSCOPE_MODE=outbound with --balance least_request and the headless Service as --endpoints (deploy/README.md, "Run outbound mode for a client")',
       ],
       runbook: RUNBOOKS.skew,
-      series: ['rpcscope_calls_total', ...(rulesLoaded ? ['namespace_service_pod:rpcscope_calls_total:rate1m'] : []), 'rpcscope_connection_calls', 'rpcscope_connections_active', '/debug/connections'],
+      series: ['rpcscope_calls_total', ...(rulesLoaded ? ['namespace_service_pod:rpcscope_calls_total:rate2m'] : []), 'rpcscope_connection_calls', 'rpcscope_connections_active', '/debug/connections'],
       queries: [rateQuery, connectionCallsQuery('sum'), connectionCallsQuery('count'), openQuery],
       score: skew / SKEW_WARNING,
     });
