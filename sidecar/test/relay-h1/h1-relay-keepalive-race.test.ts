@@ -10,67 +10,15 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { BodyReader } from '../../src/h1/body-reader.ts';
-import { HeadReader, parseResponseHead, responseFraming } from '../../src/h1/message-head.ts';
 import { startSidecarProcess, type SidecarProcess } from '@rpcscope/demo/sidecar-process';
+import { RawClient } from '../support/raw-h1-client.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
 
 const RELAY = ['--http1-data-plane', 'relay', '--upstream-protocol', 'http1'];
 
-interface Answer {
-  status: number;
-  body: string;
-}
-
-/** The final responses to `methods`' requests in `buf`, once all have arrived whole. */
-function answers(buf: Buffer, methods: readonly string[]): Answer[] | undefined {
-  const out: Answer[] = [];
-  let at = 0;
-  for (const method of methods) {
-    const heads = new HeadReader(1 << 16);
-    const end = heads.read(buf, at);
-    if (end < 0) return undefined;
-    at = end;
-    const head = parseResponseHead(heads.take());
-    const parts: Buffer[] = [];
-    const body = new BodyReader(1 << 16);
-    body.onPayload = (s) => parts.push(Buffer.from(s));
-    body.begin(responseFraming(head, method));
-    at = body.read(buf, at);
-    if (!body.done) return undefined;
-    out.push({ status: head.status, body: Buffer.concat(parts).toString() });
-  }
-  return out;
-}
-
-/** One keep-alive client connection, written to raw. */
-class RawClient {
-  private readonly socket: net.Socket;
-  private buf = Buffer.alloc(0);
-  closed = false;
-
-  constructor(port: number) {
-    this.socket = net.connect(port, '127.0.0.1');
-    this.socket.on('data', (d: Buffer) => (this.buf = Buffer.concat([this.buf, d])));
-    this.socket.once('close', () => (this.closed = true));
-  }
-
-  async send(bytes: string, methods: readonly string[]): Promise<Answer[]> {
-    const from = this.buf.length;
-    this.socket.write(bytes);
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const got = answers(this.buf.subarray(from), methods);
-      if (got) return got;
-      if (this.closed) throw new Error(`the connection closed; got ${JSON.stringify(this.buf.subarray(from).toString('latin1'))}`);
-      if (Date.now() > deadline) throw new Error(`no whole answers within 5 s; got ${JSON.stringify(this.buf.subarray(from).toString('latin1'))}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
+/** A client connection's send, its answers' status and body as text. */
+async function exchange(client: RawClient, bytes: string, methods: readonly string[]): Promise<{ status: number; body: string }[]> {
+  return (await client.send(bytes, methods)).map((a) => ({ status: a.status, body: a.body.toString() }));
 }
 
 const get = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: app\r\n\r\n`;
@@ -151,11 +99,11 @@ describe('the HTTP/1.1 relay when the app closes an idle kept connection', () =>
 
   it('keeps the client connection, and the next GET goes on a new upstream connection', async () => {
     const client = new RawClient(sc.port);
-    assert.deepEqual(await client.send(get('/a1'), ['GET']), [{ status: 200, body: 'GET /a1' }]);
+    assert.deepEqual(await exchange(client, get('/a1'), ['GET']), [{ status: 200, body: 'GET /a1' }]);
     // The app's 200 ms keep-alive timeout closes its end of the idle connection.
     await until('the app closed its idle connection', () => app.closedConnections === 1);
-    assert.deepEqual(await client.send(get('/a2'), ['GET']), [{ status: 200, body: 'GET /a2' }]);
-    assert.equal(client.closed, false, 'the client connection stayed open');
+    assert.deepEqual(await exchange(client, get('/a2'), ['GET']), [{ status: 200, body: 'GET /a2' }]);
+    assert.equal(client.isClosed, false, 'the client connection stayed open');
     assert.equal(app.connections, 2);
     assert.equal(seenCount(app, 'GET /a2'), 1);
     client.close();
@@ -177,33 +125,33 @@ describe('the HTTP/1.1 relay when the app closes a kept connection as a request 
 
   it('sends a GET again once on a new connection, and answers it 200 on the same client connection', async () => {
     const client = new RawClient(sc.port);
-    assert.equal((await client.send(get('/b1'), ['GET']))[0]!.status, 200);
+    assert.equal((await exchange(client, get('/b1'), ['GET']))[0]!.status, 200);
     const connections = app.connections;
     app.dropNextReused = true;
-    assert.deepEqual(await client.send(get('/b2'), ['GET']), [{ status: 200, body: 'GET /b2' }]);
+    assert.deepEqual(await exchange(client, get('/b2'), ['GET']), [{ status: 200, body: 'GET /b2' }]);
     assert.equal(app.dropNextReused, false, 'the app dropped the request once');
     assert.equal(seenCount(app, 'GET /b2'), 2, 'the app read the GET twice');
     assert.equal(app.connections, connections + 1, 'the retry went on a new connection');
-    assert.deepEqual(await client.send(get('/b3'), ['GET']), [{ status: 200, body: 'GET /b3' }]);
-    assert.equal(client.closed, false);
+    assert.deepEqual(await exchange(client, get('/b3'), ['GET']), [{ status: 200, body: 'GET /b3' }]);
+    assert.equal(client.isClosed, false);
     client.close();
   });
 
   it('answers a POST 502 without sending it twice, and keeps the client connection', async () => {
     const client = new RawClient(sc.port);
-    assert.equal((await client.send(get('/c1'), ['GET']))[0]!.status, 200);
+    assert.equal((await exchange(client, get('/c1'), ['GET']))[0]!.status, 200);
     app.dropNextReused = true;
-    assert.equal((await client.send(post('/c2', 'once'), ['POST']))[0]!.status, 502);
+    assert.equal((await exchange(client, post('/c2', 'once'), ['POST']))[0]!.status, 502);
     assert.equal(seenCount(app, 'POST /c2'), 1, 'the POST reached the app once');
-    assert.deepEqual(await client.send(get('/c3'), ['GET']), [{ status: 200, body: 'GET /c3' }]);
+    assert.deepEqual(await exchange(client, get('/c3'), ['GET']), [{ status: 200, body: 'GET /c3' }]);
     client.close();
   });
 
   it('answers requests pipelined behind a lost one in order, the safe ones sent again', async () => {
     const client = new RawClient(sc.port);
-    assert.equal((await client.send(get('/e1'), ['GET']))[0]!.status, 200);
+    assert.equal((await exchange(client, get('/e1'), ['GET']))[0]!.status, 200);
     app.dropNextReused = true;
-    const got = await client.send(get('/e2') + post('/e3', 'x') + get('/e4'), ['GET', 'POST', 'GET']);
+    const got = await exchange(client, get('/e2') + post('/e3', 'x') + get('/e4'), ['GET', 'POST', 'GET']);
     assert.deepEqual(got, [
       { status: 200, body: 'GET /e2' },
       { status: 200, body: 'POST /e3 x' },
@@ -216,9 +164,9 @@ describe('the HTTP/1.1 relay when the app closes a kept connection as a request 
 
   it('a POST lost ahead of pipelined requests is answered 502, and those behind it are answered in order', async () => {
     const client = new RawClient(sc.port);
-    assert.equal((await client.send(get('/f1'), ['GET']))[0]!.status, 200);
+    assert.equal((await exchange(client, get('/f1'), ['GET']))[0]!.status, 200);
     app.dropNextReused = true;
-    const got = await client.send(post('/f2', 'y') + get('/f3'), ['POST', 'GET']);
+    const got = await exchange(client, post('/f2', 'y') + get('/f3'), ['POST', 'GET']);
     assert.deepEqual(got, [
       { status: 502, body: got[0]!.body },
       { status: 200, body: 'GET /f3' },
