@@ -31,8 +31,10 @@ interface App {
   readonly seen: string[];
   /** Connections the app accepted. */
   connections: number;
-  /** Connections the app closed. */
-  closedConnections: number;
+  /** The connection each `METHOD /path` came on. */
+  readonly socketOf: Map<string, net.Socket>;
+  /** Connections closed, by either side. */
+  readonly closed: WeakSet<net.Socket>;
   /**
    * The next request that comes on a connection which already carried one has
    * its connection closed, unanswered, right after its head is read: once.
@@ -45,6 +47,7 @@ async function startApp(keepAliveTimeout: number): Promise<App> {
   const app: App = {
     server: http.createServer({ keepAliveTimeout }, (req, res) => {
       app.seen.push(`${req.method} ${req.url}`);
+      app.socketOf.set(`${req.method} ${req.url}`, req.socket);
       const n = served.get(req.socket) ?? 0;
       served.set(req.socket, n + 1);
       if (app.dropNextReused && n > 0) {
@@ -58,22 +61,23 @@ async function startApp(keepAliveTimeout: number): Promise<App> {
     port: 0,
     seen: [],
     connections: 0,
-    closedConnections: 0,
+    socketOf: new Map(),
+    closed: new WeakSet(),
     dropNextReused: false,
   };
   app.server.on('connection', (s: net.Socket) => {
     app.connections++;
-    s.once('close', () => app.closedConnections++);
+    s.once('close', () => app.closed.add(s));
   });
   await new Promise<void>((r) => app.server.listen(0, '127.0.0.1', r));
   app.port = (app.server.address() as AddressInfo).port;
   return app;
 }
 
-async function until(what: string, ok: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
+async function until(what: string, ok: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within 5 s`);
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -101,7 +105,7 @@ describe('the HTTP/1.1 relay when the app closes an idle kept connection', () =>
     const client = new RawClient(sc.port);
     assert.deepEqual(await exchange(client, get('/a1'), ['GET']), [{ status: 200, body: 'GET /a1' }]);
     // The app's 200 ms keep-alive timeout closes its end of the idle connection.
-    await until('the app closed its idle connection', () => app.closedConnections === 1);
+    await until('the app closed its idle connection', () => app.closed.has(app.socketOf.get('GET /a1')!));
     assert.deepEqual(await exchange(client, get('/a2'), ['GET']), [{ status: 200, body: 'GET /a2' }]);
     assert.equal(client.isClosed, false, 'the client connection stayed open');
     assert.equal(app.connections, 2);
@@ -175,6 +179,34 @@ describe('the HTTP/1.1 relay when the app closes a kept connection as a request 
     client.close();
   });
 
+  it('sends a PUT again with its body, and answers a PUT whose body outgrew the held copy 502', async () => {
+    const client = new RawClient(sc.port);
+    assert.equal((await exchange(client, get('/g1'), ['GET']))[0]!.status, 200);
+    app.dropNextReused = true;
+    const put = (path: string, body: string): string => `PUT ${path} HTTP/1.1\r\nHost: app\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    assert.deepEqual(await exchange(client, put('/g2', 'abc'), ['PUT']), [{ status: 200, body: 'PUT /g2 abc' }]);
+    assert.equal(seenCount(app, 'PUT /g2'), 2);
+    // 70 KiB: past the 64 KiB the relay holds of a body to send again.
+    assert.equal((await exchange(client, get('/g3'), ['GET']))[0]!.status, 200);
+    app.dropNextReused = true;
+    assert.equal((await exchange(client, put('/g4', 'z'.repeat(70 * 1024)), ['PUT']))[0]!.status, 502);
+    assert.equal(seenCount(app, 'PUT /g4'), 1, 'the large PUT reached the app once');
+    client.close();
+  });
+
+  it('closes an upstream connection idle past 4 s itself, before the app would, and keeps the client connection', async () => {
+    const client = new RawClient(sc.port);
+    assert.equal((await exchange(client, get('/h1'), ['GET']))[0]!.status, 200);
+    const connections = app.connections;
+    const carried = app.socketOf.get('GET /h1')!;
+    // The app keeps idle connections a minute: a close within 10 s is the relay's.
+    await until('the relay closed the idle upstream connection', () => app.closed.has(carried), 10_000);
+    assert.deepEqual(await exchange(client, get('/h2'), ['GET']), [{ status: 200, body: 'GET /h2' }]);
+    assert.equal(app.connections, connections + 1);
+    assert.equal(client.isClosed, false);
+    client.close();
+  });
+
   it('counts each call once on /metrics, with its final status, and the retries', async () => {
     let text = '';
     let calls: Record<string, number> = {};
@@ -186,7 +218,7 @@ describe('the HTTP/1.1 relay when the app closes a kept connection as a request 
         const key = `${/(?:^|,)method="([^"]*)"/u.exec(m[1]!)?.[1]} ${/http_status="([^"]*)"/u.exec(m[1]!)?.[1]}`;
         calls[key] = (calls[key] ?? 0) + Number(m[2]);
       }
-      if (Object.values(calls).reduce((a, b) => a + b, 0) >= 13) break;
+      if (Object.values(calls).reduce((a, b) => a + b, 0) >= 19) break;
       await new Promise((r) => setTimeout(r, 20));
     }
     // Each call once (REST calls are named by method and path), with its final status: the retried GETs 200.
@@ -195,7 +227,9 @@ describe('the HTTP/1.1 relay when the app closes a kept connection as a request 
       'GET /c1 200': 1, 'POST /c2 502': 1, 'GET /c3 200': 1,
       'GET /e1 200': 1, 'GET /e2 200': 1, 'POST /e3 200': 1, 'GET /e4 200': 1,
       'GET /f1 200': 1, 'POST /f2 502': 1, 'GET /f3 200': 1,
+      'GET /g1 200': 1, 'PUT /g2 200': 1, 'GET /g3 200': 1, 'PUT /g4 502': 1,
+      'GET /h1 200': 1, 'GET /h2 200': 1,
     });
-    assert.match(text, /^rpcscope_upstream_retries_total\{reason="connection_closed"\} 2$/mu);
+    assert.match(text, /^rpcscope_upstream_retries_total\{reason="connection_closed"\} 3$/mu);
   });
 });
