@@ -13,8 +13,16 @@
 // - A response read until close (no length, not chunked) is relayed, and the
 //   client's connection closes after it.
 // - An HTTP/1.0 client is answered in the app's framing (chunked included).
-// - A request that meets the app closing an idle connection (the keep-alive race)
-//   is answered 502, not sent again.
+// - The keep-alive race (the app's idle timeout closes its connection just as, or
+//   before, the next request is written): an upstream connection that closes
+//   with no request in flight is let go, the client's connection stays, and the
+//   next request connects anew; one idle for IDLE_UPSTREAM_SOCKET_MS is closed
+//   by the relay first, as the terminating path's pool does. A request written
+//   on a reused connection that closes before any byte of its answer is sent
+//   once more on a new connection when its method is idempotent and all of it
+//   is still held (h1-relay-replay.ts, RFC 9112 §9.3.1); any other is answered
+//   502. Requests pipelined behind it wait unread meanwhile, so they go on, and
+//   are answered, in order.
 // - Idle and header timeouts are the listener's (ConnectionTimeouts), as on the
 //   terminating path; TLS upstreams keep the terminating path (h1-relay-applies.ts).
 import { STATUS_CODES } from 'node:http';
@@ -32,6 +40,8 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
+import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
+import { RequestCopy } from './h1-relay-replay.ts';
 
 /** Heads past this size are refused (431), as Node's --max-http-header-size default. */
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -100,6 +110,11 @@ interface Exchange {
   upstreamKeeps: boolean;
   /** Whether the client's connection carries another request after this response. */
   clientKeeps: boolean;
+  /**
+   * The request as sent, while it may be sent again: written on a reused
+   * connection, idempotent, within the bound, no byte of an answer yet, not yet retried.
+   */
+  copy: RequestCopy | undefined;
 }
 
 export interface H1RelayOptions {
@@ -187,7 +202,7 @@ export class H1RelayConnection {
           this.begin(parseRequestHead(this.reqHead.take()));
         } else {
           const end = this.reqBody.read(chunk, at);
-          if (end > at) this.toUpstream(chunk.subarray(at, end));
+          if (end > at) this.sendBody(chunk.subarray(at, end));
           at = end;
           if (this.reqBody.done) this.requestRead();
         }
@@ -204,18 +219,27 @@ export class H1RelayConnection {
     const headers = bagOf(req.fields);
     const { detected, bare, contentType } = detectRequest(req.method, req.target, headers, ctx.config.trpcPrefix);
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
-    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true };
+    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined };
     this.ex = ex;
     this.phase = Phase.Body;
     this.reqBody.begin(req.framing);
-    const up = this.upstream();
+    // A connection kept from an earlier exchange, which the app may be closing as this request goes.
+    const reused = this.up !== undefined;
+    this.upstream();
     call.sent(ctx.config.upstream.authority);
     if (this.upRecord?.openTime) this.count(ex);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
     const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
-    this.toUpstream(passHead(req, extra, call.traceparent ? 'traceparent' : undefined));
-    call.enforceDeadline(() => this.guard(() => this.expire(ex, up)));
+    const head = passHead(req, extra, call.traceparent ? 'traceparent' : undefined);
+    if (reused) ex.copy = RequestCopy.of(req.method, head);
+    this.toUpstream(head);
+    call.enforceDeadline(() => this.guard(() => this.expire(ex)));
     if (this.reqBody.done) this.requestRead();
+  }
+
+  private sendBody(bytes: Buffer): void {
+    this.ex?.copy?.add(bytes);
+    this.toUpstream(bytes);
   }
 
   private requestRead(): void {
@@ -245,6 +269,14 @@ export class H1RelayConnection {
     this.upError = undefined;
     this.upBlocked = false;
     up.on('data', (chunk: Buffer) => this.guard(() => this.fromUpstream(up, chunk)));
+    // The app closed its side (RFC 9112 §9.6): with nothing in flight, the next request connects anew.
+    up.once('end', () => this.guard(() => {
+      if (this.up === up && !this.ex) this.dropUpstream();
+    }));
+    // Idle past the terminating path's limit: closed before the app's own keep-alive timeout can race a request.
+    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => this.guard(() => {
+      if (this.up === up && !this.ex) this.dropUpstream();
+    }));
     up.on('error', (err: Error & { code?: string }) => {
       // One warn line per unreachable upstream, whichever path failed to connect.
       if (!record.openTime) ctx.connectFailures.report(target.authority, err);
@@ -269,6 +301,8 @@ export class H1RelayConnection {
   private fromUpstream(up: net.Socket, chunk: Buffer): void {
     if (this.up !== up) return;
     const ex = this.ex;
+    // A byte of an answer came: the request was read, and is not sent again.
+    if (ex) ex.copy = undefined;
     let at = 0;
     while (ex && at < chunk.length && this.ex === ex) {
       try {
@@ -348,11 +382,28 @@ export class H1RelayConnection {
     this.syncClient();
     const ex = this.ex;
     if (!ex) return;
+    if (ex.copy?.whole) return this.retry(ex, ex.copy);
     if (!ex.answered) return this.upstreamFailed(ex, this.upError);
     // A response read until close ends here; any other was cut short, and the client must not take it for whole.
     if (this.resBody.untilClose) return this.responseDone(ex);
     this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
     this.client.destroy();
+  }
+
+  /**
+   * The keep-alive race: the request goes once more, as it was sent, on a new
+   * connection, and the client's bytes still to come follow it there. Its call
+   * stays the one call; the new connection counts it when it is up.
+   */
+  private retry(ex: Exchange, copy: RequestCopy): void {
+    ex.copy = undefined;
+    if (ex.counted) {
+      ex.counted = false;
+      this.upRecord!.active--;
+    }
+    this.ctx.retries.retried('connection_closed');
+    this.upstream();
+    for (const part of copy.take()) this.toUpstream(part);
   }
 
   /**
@@ -376,9 +427,9 @@ export class H1RelayConnection {
   }
 
   /** --enforce-deadlines: the call's deadline passed. */
-  private expire(ex: Exchange, up: net.Socket): void {
+  private expire(ex: Exchange): void {
     if (this.ex !== ex) return;
-    if (this.up === up) this.dropUpstream();
+    this.dropUpstream();
     if (!ex.answered) return this.reply(ex, GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
     this.endExchange(ex, { side: 'proxy', code: CONNECTION_CLOSED });
     this.client.destroy();
