@@ -5,9 +5,14 @@
 // the payload the call is counted with. The same Call as the terminating path
 // (forward-h1.ts) records each exchange, so the metrics are the same.
 //
+// An upgrade (`Connection: upgrade` with Upgrade, RFC 9110 §7.8; WebSocket, RFC
+// 6455 §4) goes to the app with its Connection and Upgrade lines, as the
+// terminating path (forward-upgrade.ts) sends it: h2c too, its HTTP2-Settings
+// dropped as hop-by-hop. A 101 joins the sockets (h1-tunnel.ts); any other answer
+// is an ordinary response, and the connection goes on as HTTP/1.1 (a chunked
+// upgrade's body, held for the new protocol, closes it instead).
+//
 // Not (yet) done here, and what happens instead:
-// - Upgrade (WebSocket, h2c): Connection and Upgrade are hop-by-hop and dropped,
-//   so the app answers a plain request; a 101 it sends anyway ends the call 502.
 // - Expect: 100-continue passes on; the app's 100 is passed back. An app that
 //   answers before the body came ends the connection after its answer.
 // - A response read until close (no length, not chunked) is relayed, and the
@@ -24,7 +29,7 @@ import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import { BodyReader } from '../h1/body-reader.ts';
 import { H1Error } from '../h1/h1-error.ts';
-import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type HeadField, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
+import { HeadReader, NO_BODY, parseRequestHead, parseResponseHead, responseFraming, type HeadField, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
 import { detectRequest, type Detected } from '../protocol/detect.ts';
 import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
 import { localReply, type LocalCode } from '../protocol/local-reply.ts';
@@ -32,6 +37,7 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
+import { H1Tunnel } from './h1-tunnel.ts';
 
 /** Heads past this size are refused (431), as Node's --max-http-header-size default. */
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -53,18 +59,27 @@ function bagOf(fields: readonly HeadField[]): HeaderBag {
   return bag;
 }
 
+interface PassOptions {
+  /** Lines dropped besides the hop-by-hop ones. */
+  readonly drop?: readonly string[];
+  /** Connection and Upgrade stay: the hand-shake of an upgrade (RFC 9110 §7.8). */
+  readonly keepUpgrade?: boolean;
+}
+
 /**
  * A head's bytes less its hop-by-hop lines (and `drop`), with `extra` lines added
- * at its end. Content-Length and Transfer-Encoding always stay: the body passes
- * on in the framing they describe.
+ * at its end. Content-Length and Transfer-Encoding stay unless dropped: the body
+ * passes on in the framing they describe.
  */
-function passHead(head: RequestHead | ResponseHead, extra: string, drop?: string): Buffer {
+function passHead(head: RequestHead | ResponseHead, extra: string, { drop = [], keepUpgrade = false }: PassOptions = {}): Buffer {
   const named = namedByConnection(head.connection);
   const parts: Buffer[] = [];
   let from = 0;
   for (const f of head.fields) {
-    if (f.name === 'content-length' || f.name === 'transfer-encoding') continue;
-    if (!isHopByHop(f.name, f.value, named) && f.name !== drop) continue;
+    const dropped = drop.includes(f.name);
+    if (!dropped && (f.name === 'content-length' || f.name === 'transfer-encoding')) continue;
+    if (!dropped && keepUpgrade && (f.name === 'connection' || f.name === 'upgrade')) continue;
+    if (!dropped && !isHopByHop(f.name, f.value, named)) continue;
     parts.push(head.raw.subarray(from, f.start));
     from = f.end;
   }
@@ -100,6 +115,10 @@ interface Exchange {
   upstreamKeeps: boolean;
   /** Whether the client's connection carries another request after this response. */
   clientKeeps: boolean;
+  /** The request asks to switch protocols (RFC 9110 §7.8), and went to the app with its Connection and Upgrade. */
+  readonly upgrade: boolean;
+  /** What the client sends past the head is no HTTP/1.1 (a chunked upgrade's body): without a 101, the connection closes. */
+  readonly opaque: boolean;
 }
 
 export interface H1RelayOptions {
@@ -129,6 +148,9 @@ export class H1RelayConnection {
   /** A write toward the app (or the client) waits for 'drain': the other side is not read meanwhile. */
   private upBlocked = false;
   private clientBlocked = false;
+  /** After a 101: the two sockets joined, no longer read here. */
+  private tunnel: H1Tunnel | undefined;
+  private readonly onClientData = (chunk: Buffer): void => this.guard(() => this.fromClient(chunk, 0));
 
   constructor({ ctx, conn, client, closing }: H1RelayOptions) {
     this.ctx = ctx;
@@ -138,7 +160,7 @@ export class H1RelayConnection {
     client.setNoDelay(true);
     this.reqBody.onPayload = (slice) => this.ex?.call.tap.requestData(slice);
     this.resBody.onPayload = (slice) => this.ex?.call.tap.responseData(slice);
-    client.on('data', (chunk: Buffer) => this.guard(() => this.fromClient(chunk, 0)));
+    client.on('data', this.onClientData);
     client.once('close', () => this.guard(() => this.clientClosed()));
     // The listener hands the socket over paused, its first bytes put back.
     client.resume();
@@ -146,7 +168,7 @@ export class H1RelayConnection {
 
   /** Idle between requests: nothing is in flight or half read. */
   get idle(): boolean {
-    return this.ex === undefined && this.held === undefined && this.reqHead.pending === 0;
+    return this.ex === undefined && this.held === undefined && this.reqHead.pending === 0 && this.tunnel === undefined;
   }
 
   /** Ends the connection now if idle; else after the response in flight (closing() says so by then). */
@@ -157,6 +179,7 @@ export class H1RelayConnection {
   destroy(): void {
     this.client.destroy();
     this.up?.destroy();
+    this.tunnel?.destroy();
   }
 
   /** A fault in the relay's own code ends this connection only. */
@@ -204,16 +227,22 @@ export class H1RelayConnection {
     const headers = bagOf(req.fields);
     const { detected, bare, contentType } = detectRequest(req.method, req.target, headers, ctx.config.trpcPrefix);
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
-    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true };
+    // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8). As on the terminating
+    // path (node:http), a chunked body of an upgrade is not one: its bytes are held for
+    // the new protocol, and the app is sent the head without Transfer-Encoding.
+    const upgrade = req.upgrade !== undefined && req.minor >= 1;
+    const opaque = upgrade && req.framing.kind === 'chunked';
+    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, upgrade, opaque };
     this.ex = ex;
     this.phase = Phase.Body;
-    this.reqBody.begin(req.framing);
+    this.reqBody.begin(opaque ? NO_BODY : req.framing);
     const up = this.upstream();
     call.sent(ctx.config.upstream.authority);
     if (this.upRecord?.openTime) this.count(ex);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
     const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
-    this.toUpstream(passHead(req, extra, call.traceparent ? 'traceparent' : undefined));
+    const drop = [...(call.traceparent ? ['traceparent'] : []), ...(opaque ? ['transfer-encoding'] : [])];
+    this.toUpstream(passHead(req, extra, { drop, keepUpgrade: upgrade }));
     call.enforceDeadline(() => this.guard(() => this.expire(ex, up)));
     if (this.reqBody.done) this.requestRead();
   }
@@ -276,7 +305,9 @@ export class H1RelayConnection {
           const end = this.resHead.read(chunk, at);
           if (end < 0) return;
           at = end;
-          this.responseHead(ex, parseResponseHead(this.resHead.take()));
+          const res = parseResponseHead(this.resHead.take());
+          if (res.status === 101 && ex.upgrade) return this.switchProtocols(ex, up, res, chunk.subarray(at));
+          this.responseHead(ex, res);
         } else {
           const end = this.resBody.read(chunk, at);
           if (end > at) this.toClient(chunk.subarray(at, end));
@@ -305,12 +336,33 @@ export class H1RelayConnection {
     record.upstreamHeadersTime = now();
     tap.responseHeaders(res.status, bagOf(res.fields));
     ex.upstreamKeeps = res.keepAlive;
-    ex.clientKeeps = ex.req.keepAlive && framing.kind !== 'close' && !this.closing();
+    ex.clientKeeps = ex.req.keepAlive && !ex.opaque && framing.kind !== 'close' && !this.closing();
     ex.answered = true;
     ex.inBody = true;
     this.toClient(passHead(res, this.connectionLine(ex)));
     this.resBody.begin(framing);
     if (this.resBody.done) this.responseDone(ex);
+  }
+
+  /**
+   * The app switched protocols: its 101 goes back with Connection and Upgrade, and
+   * the sockets are joined (h1-tunnel.ts), each side's bytes read past its head first.
+   */
+  private switchProtocols(ex: Exchange, up: net.Socket, res: ResponseHead, rest: Buffer): void {
+    const { call } = ex;
+    call.record.upstreamHeadersTime = now();
+    call.tap.responseHeaders(101, bagOf(res.fields));
+    this.ex = undefined;
+    this.up = undefined;
+    this.phase = Phase.Closing;
+    this.client.off('data', this.onClientData);
+    const toUpstream = this.held;
+    this.held = undefined;
+    this.client.write(passHead(res, '', { keepUpgrade: true }));
+    const upRecord = this.upRecord!;
+    this.tunnel = new H1Tunnel({ client: this.client, up, toUpstream, toClient: rest.length ? Buffer.from(rest) : undefined }, call, () => {
+      if (ex.counted) upRecord.active--;
+    });
   }
 
   /** What the client is told of its connection, where the app's Connection field was dropped. */

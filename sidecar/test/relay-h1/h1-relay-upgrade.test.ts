@@ -1,0 +1,244 @@
+// Upgrades through the HTTP/1.1 relay (--http1-data-plane relay): a real `ws`
+// client and server talk through it as through the terminating path. The
+// hand-shake reaches the app with its Connection and Upgrade; after a 101 the
+// sockets are joined byte for byte, either side's close or reset ends the other,
+// and the call leaves the same series on /metrics as on the terminating path. An
+// upgrade the app refuses leaves the client's connection usable.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { startSidecarProcess } from '@rpcscope/demo/sidecar-process';
+import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
+
+const RELAY = ['--http1-data-plane', 'relay', '--upstream-protocol', 'http1'];
+
+interface App {
+  server: http.Server;
+  port: number;
+  /** The raw header lines of each upgrade request the app read. */
+  upgrades: { url: string; rawHeaders: string[] }[];
+  /** How each server-side WebSocket closed. */
+  closes: { url: string; code: number }[];
+}
+
+/**
+ * An app with a `ws` server on /ws/* (echoes every message; `bye` makes it close
+ * with 4000, `drop` makes it reset), a raw protocol on /raw that writes its 101 and
+ * its first bytes in one write and then echoes, a 426 on /refuse (the app closes
+ * its connection after it), and plain answers to plain requests.
+ */
+async function startApp(): Promise<App> {
+  const upgrades: App['upgrades'] = [];
+  const closes: App['closes'] = [];
+  const server = http.createServer((req, res) => res.end(`plain ${req.url}`));
+  const wss = new WebSocketServer({ noServer: true });
+  wss.on('connection', (ws, req) => {
+    ws.on('message', (data: RawData, binary: boolean) => {
+      if (!binary && String(data) === 'bye') return ws.close(4000, 'server done');
+      if (!binary && String(data) === 'drop') return ws.terminate();
+      ws.send(data, { binary });
+    });
+    ws.on('close', (code) => closes.push({ url: req.url ?? '', code }));
+  });
+  server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+    upgrades.push({ url: req.url ?? '', rawHeaders: req.rawHeaders });
+    socket.on('error', () => {});
+    if (req.url?.startsWith('/ws/')) return wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+    if (req.url === '/raw') {
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\nfirst from app|`);
+      socket.write(head);
+      return void socket.pipe(socket);
+    }
+    socket.end('HTTP/1.1 426 Upgrade Required\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port, upgrades, closes };
+}
+
+function open(url: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.once('open', () => resolve(ws));
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+    ws.once('error', reject);
+  });
+}
+
+function nextMessage(ws: WebSocket): Promise<Buffer> {
+  return new Promise((resolve) => ws.once('message', (d: RawData) => resolve(Buffer.isBuffer(d) ? d : Buffer.from(d as ArrayBuffer))));
+}
+
+function closed(ws: WebSocket): Promise<{ code: number; reason: string }> {
+  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve({ code: 1006, reason: '' });
+  return new Promise((resolve) => ws.once('close', (code: number, reason: Buffer) => resolve({ code, reason: String(reason) })));
+}
+
+/** Resolves once `socket` has received `text` in all. */
+function received(socket: net.Socket, text: string): Promise<string> {
+  let got = '';
+  return new Promise((resolve) => {
+    const onData = (d: Buffer): void => {
+      got += d.toString('latin1');
+      if (!got.includes(text)) return;
+      socket.off('data', onData);
+      resolve(got);
+    };
+    socket.on('data', onData);
+  });
+}
+
+async function until(what: string, ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 250 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.ok(ok(), what);
+}
+
+describe('a WebSocket through the HTTP/1.1 relay', () => {
+  let app: App;
+  let sc: TestSidecar;
+  let ws: string;
+  before(async () => {
+    app = await startApp();
+    sc = await startTestSidecar(`http://127.0.0.1:${app.port}`, RELAY);
+    ws = `ws://127.0.0.1:${sc.port}`;
+  });
+  after(async () => {
+    await sc.stop();
+    app.server.closeAllConnections();
+    await new Promise((r) => app.server.close(r));
+  });
+
+  it('reaches the app with its Connection and Upgrade, and echoes messages both ways, 1 MiB ones included', async () => {
+    const client = await open(`${ws}/ws/echo`);
+    const seen = app.upgrades.find((u) => u.url === '/ws/echo')!;
+    const names = seen.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    assert.ok(names.includes('connection') && names.includes('upgrade') && names.includes('sec-websocket-key'), names.join(', '));
+    let reply = nextMessage(client);
+    client.send('hello');
+    assert.equal(String(await reply), 'hello');
+    // Far past every socket buffer on the way, in both directions at once.
+    const big = [randomBytes(1 << 20), randomBytes(1 << 20), randomBytes(1 << 20)];
+    const got: Buffer[] = [];
+    const all = new Promise<void>((resolve) => client.on('message', (d: Buffer) => got.push(d) === big.length && resolve()));
+    for (const b of big) client.send(b);
+    await all;
+    assert.deepEqual(got.map((b) => b.equals(big[got.indexOf(b)]!)), [true, true, true]);
+    client.removeAllListeners('message');
+    reply = nextMessage(client);
+    client.send('after');
+    assert.equal(String(await reply), 'after');
+    client.close();
+    await closed(client);
+  });
+
+  it('a close from the client ends the app\'s side, the upstream connection and the call, which ended normally', async () => {
+    const since = sc.recorder.started.length;
+    const client = await open(`${ws}/ws/client-closes`);
+    client.close(1000, 'client done');
+    assert.equal((await closed(client)).code, 1000);
+    await until('the app saw the close', () => app.closes.some((c) => c.url === '/ws/client-closes' && c.code === 1000));
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/ws/client-closes', { since });
+    assert.equal(rec.httpStatus, 101);
+    assert.equal(rec.reset, undefined);
+    await until('the upstream connection closed', () => sc.recorder.closed.filter((c) => c.side === 'upstream').length === sc.recorder.opened.filter((c) => c.side === 'upstream').length);
+  });
+
+  it('a close from the app ends the client\'s side with the app\'s code', async () => {
+    const since = sc.recorder.started.length;
+    const client = await open(`${ws}/ws/server-closes`);
+    client.send('bye');
+    assert.deepEqual(await closed(client), { code: 4000, reason: 'server done' });
+    const rec = await sc.recorder.waitForCall((c) => c.path === '/ws/server-closes', { since });
+    assert.equal(rec.httpStatus, 101);
+  });
+
+  it('a reset on either side ends the other, and the relay goes on', async () => {
+    const fromApp = await open(`${ws}/ws/app-resets`);
+    fromApp.send('drop');
+    assert.equal((await closed(fromApp)).code, 1006);
+    const fromClient = await open(`${ws}/ws/client-resets`);
+    fromClient.terminate();
+    await until('the app saw the client go', () => app.closes.some((c) => c.url === '/ws/client-resets' && c.code === 1006));
+    const next = await open(`${ws}/ws/after-resets`);
+    const reply = nextMessage(next);
+    next.send('still here');
+    assert.equal(String(await reply), 'still here');
+    next.close();
+    await closed(next);
+  });
+
+  it('passes on the bytes each side sent with its hand-shake, in the same write', async () => {
+    const client = net.connect(sc.port, '127.0.0.1');
+    client.on('error', () => {});
+    await new Promise((r) => client.once('connect', r));
+    const got = received(client, 'early bytes');
+    client.write('GET /raw HTTP/1.1\r\nHost: app\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\nearly bytes');
+    const text = await got;
+    assert.match(text, /^HTTP\/1\.1 101 Switching Protocols\r\n/);
+    assert.match(text, /\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n/);
+    assert.ok(text.endsWith('\r\n\r\nfirst from app|early bytes'), JSON.stringify(text));
+    const echoed = received(client, 'later bytes');
+    client.write('later bytes');
+    await echoed;
+    client.end();
+    await new Promise((r) => client.once('close', r));
+  });
+
+  it('answered other than 101, the upgrade is an ordinary exchange and the connection takes the next request', async () => {
+    const client = net.connect(sc.port, '127.0.0.1');
+    client.on('error', () => {});
+    let isClosed = false;
+    client.once('close', () => (isClosed = true));
+    await new Promise((r) => client.once('connect', r));
+    const refused = received(client, 'nope');
+    client.write('GET /refuse HTTP/1.1\r\nHost: app\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+    const answer = await refused;
+    assert.match(answer, /^HTTP\/1\.1 426 Upgrade Required\r\n/);
+    assert.doesNotMatch(answer, /connection: close/i, 'the client is not told to close');
+    const plain = received(client, 'plain /next');
+    client.write('GET /next HTTP/1.1\r\nHost: app\r\n\r\n');
+    assert.match(await plain, /HTTP\/1\.1 200 OK\r\n/);
+    assert.equal(isClosed, false);
+    client.destroy();
+  });
+});
+
+/** The series both planes must agree on for the same calls (times and connections aside), as h1-relay.test.ts compares. */
+const COMPARED = /^rpcscope_(calls_total|call_duration_seconds_count|call_bytes_total|payload_bytes_(count|sum)|upstream_calls_total|calls_active|connections_terminated_total)[{ ]/;
+
+describe('a WebSocket through the HTTP/1.1 relay and through the terminating path', () => {
+  it('leaves the same call series on /metrics', async () => {
+    const app = await startApp();
+    const series: string[][] = [];
+    for (const plane of ['terminate', 'relay']) {
+      const sc = await startSidecarProcess(['--upstream', `http://127.0.0.1:${app.port}`, '--http1-data-plane', plane, '--upstream-protocol', 'http1']);
+      try {
+        const client = await open(`ws://127.0.0.1:${sc.port}/ws/metrics`);
+        const reply = nextMessage(client);
+        client.send(Buffer.alloc(5000, 1));
+        assert.equal((await reply).length, 5000);
+        client.close(1000);
+        await closed(client);
+        // The call is counted once its tunnel has closed.
+        let lines: string[] = [];
+        for (let i = 0; i < 100; i++) {
+          const text = await (await fetch(`${sc.adminUrl}/metrics`)).text();
+          lines = text.split('\n').filter((l) => COMPARED.test(l)).sort();
+          if (lines.some((l) => l.startsWith('rpcscope_calls_total'))) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        series.push(lines);
+      } finally {
+        await sc.stop();
+      }
+    }
+    app.server.closeAllConnections();
+    await new Promise((r) => app.server.close(r));
+    assert.ok(series[0]!.some((l) => l.startsWith('rpcscope_call_bytes_total')), 'the bytes are compared');
+    assert.ok(series[0]!.some((l) => l.startsWith('rpcscope_calls_total') && l.includes('"101"')), 'the terminating path counted the call, 101');
+    assert.deepEqual(series[1], series[0]);
+  });
+});
