@@ -8,9 +8,11 @@
 // An upgrade (`Connection: upgrade` with Upgrade, RFC 9110 §7.8; WebSocket, RFC
 // 6455 §4) goes to the app with its Connection and Upgrade lines, as the
 // terminating path (forward-upgrade.ts) sends it: h2c too, its HTTP2-Settings
-// dropped as hop-by-hop. A 101 joins the sockets (h1-tunnel.ts); any other answer
-// is an ordinary response, and the connection goes on as HTTP/1.1 (a chunked
-// upgrade's body, held for the new protocol, closes it instead).
+// dropped as hop-by-hop. A body, if the head declares one, is an HTTP/1.1 body
+// and passes in its framing before the new protocol's bytes (RFC 9110 §7.8; the
+// terminating path sends a GET's chunked body as none, node:http's choice). A 101
+// joins the sockets (h1-tunnel.ts); any other answer is an ordinary response, and
+// the connection goes on as HTTP/1.1.
 //
 // Not (yet) done here, and what happens instead:
 // - Expect: 100-continue passes on; the app's 100 is passed back. An app that
@@ -29,7 +31,7 @@ import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import { BodyReader } from '../h1/body-reader.ts';
 import { H1Error } from '../h1/h1-error.ts';
-import { HeadReader, NO_BODY, parseRequestHead, parseResponseHead, responseFraming, type HeadField, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
+import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type HeadField, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
 import { detectRequest, type Detected } from '../protocol/detect.ts';
 import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
 import { localReply, type LocalCode } from '../protocol/local-reply.ts';
@@ -60,27 +62,26 @@ function bagOf(fields: readonly HeadField[]): HeaderBag {
 }
 
 interface PassOptions {
-  /** Lines dropped besides the hop-by-hop ones. */
-  readonly drop?: readonly string[];
+  /** A line dropped besides the hop-by-hop ones. */
+  readonly drop?: string;
   /** Connection and Upgrade stay: the hand-shake of an upgrade (RFC 9110 §7.8). */
   readonly keepUpgrade?: boolean;
 }
 
 /**
  * A head's bytes less its hop-by-hop lines (and `drop`), with `extra` lines added
- * at its end. Content-Length and Transfer-Encoding stay unless dropped: the body
- * passes on in the framing they describe.
+ * at its end. Content-Length and Transfer-Encoding always stay: the body passes
+ * on in the framing they describe.
  */
-function passHead(head: RequestHead | ResponseHead, extra: string, { drop = [], keepUpgrade = false }: PassOptions = {}): Buffer {
+function passHead(head: RequestHead | ResponseHead, extra: string, { drop, keepUpgrade = false }: PassOptions = {}): Buffer {
   const named = namedByConnection(head.connection);
   const parts: Buffer[] = [];
   let from = 0;
   for (const f of head.fields) {
-    const dropped = drop.includes(f.name);
-    if (!dropped && (f.name === 'content-length' || f.name === 'transfer-encoding')) continue;
-    if (!dropped && keepUpgrade && (f.name === 'connection' || f.name === 'upgrade')) continue;
-    if (!dropped && !isHopByHop(f.name, f.value, named)) continue;
-    parts.push(head.raw.subarray(from, f.start));
+    if (f.name === 'content-length' || f.name === 'transfer-encoding') continue;
+    if (keepUpgrade && (f.name === 'connection' || f.name === 'upgrade')) continue;
+    if (!isHopByHop(f.name, f.value, named) && f.name !== drop) continue;
+  parts.push(head.raw.subarray(from, f.start));
     from = f.end;
   }
   if (from === 0 && extra === '') return head.raw;
@@ -117,8 +118,6 @@ interface Exchange {
   clientKeeps: boolean;
   /** The request asks to switch protocols (RFC 9110 §7.8), and went to the app with its Connection and Upgrade. */
   readonly upgrade: boolean;
-  /** What the client sends past the head is no HTTP/1.1 (a chunked upgrade's body): without a 101, the connection closes. */
-  readonly opaque: boolean;
 }
 
 export interface H1RelayOptions {
@@ -227,22 +226,18 @@ export class H1RelayConnection {
     const headers = bagOf(req.fields);
     const { detected, bare, contentType } = detectRequest(req.method, req.target, headers, ctx.config.trpcPrefix);
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
-    // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8). As on the terminating
-    // path (node:http), a chunked body of an upgrade is not one: its bytes are held for
-    // the new protocol, and the app is sent the head without Transfer-Encoding.
+    // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8).
     const upgrade = req.upgrade !== undefined && req.minor >= 1;
-    const opaque = upgrade && req.framing.kind === 'chunked';
-    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, upgrade, opaque };
+    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, upgrade };
     this.ex = ex;
     this.phase = Phase.Body;
-    this.reqBody.begin(opaque ? NO_BODY : req.framing);
+    this.reqBody.begin(req.framing);
     const up = this.upstream();
     call.sent(ctx.config.upstream.authority);
     if (this.upRecord?.openTime) this.count(ex);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
     const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
-    const drop = [...(call.traceparent ? ['traceparent'] : []), ...(opaque ? ['transfer-encoding'] : [])];
-    this.toUpstream(passHead(req, extra, { drop, keepUpgrade: upgrade }));
+    this.toUpstream(passHead(req, extra, { drop: call.traceparent ? 'traceparent' : undefined, keepUpgrade: upgrade }));
     call.enforceDeadline(() => this.guard(() => this.expire(ex, up)));
     if (this.reqBody.done) this.requestRead();
   }
@@ -336,7 +331,7 @@ export class H1RelayConnection {
     record.upstreamHeadersTime = now();
     tap.responseHeaders(res.status, bagOf(res.fields));
     ex.upstreamKeeps = res.keepAlive;
-    ex.clientKeeps = ex.req.keepAlive && !ex.opaque && framing.kind !== 'close' && !this.closing();
+    ex.clientKeeps = ex.req.keepAlive && framing.kind !== 'close' && !this.closing();
     ex.answered = true;
     ex.inBody = true;
     this.toClient(passHead(res, this.connectionLine(ex)));

@@ -206,6 +206,46 @@ describe('a WebSocket through the HTTP/1.1 relay', () => {
   });
 });
 
+/** Upgrade requests of each shape, to /refuse: the app reads their heads and answers 426. */
+const SHAPES: [string, string][] = [
+  ['a WebSocket hand-shake with other hop-by-hop fields', 'GET /refuse HTTP/1.1\r\nHost: app\r\nConnection: keep-alive, Upgrade, X-Secret\r\nUpgrade: websocket\r\nX-Secret: 1\r\nKeep-Alive: 5\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'],
+  ['h2c', 'GET /refuse HTTP/1.1\r\nHost: app\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n'],
+  ['a body of declared length', 'POST /refuse HTTP/1.1\r\nHost: app\r\nConnection: upgrade\r\nUpgrade: echo\r\nContent-Length: 3\r\n\r\nabc'],
+  // A GET's chunked body goes as none on the terminating path (node:http's client): not compared.
+  ['a chunked body', 'POST /refuse HTTP/1.1\r\nHost: app\r\nConnection: upgrade\r\nUpgrade: echo\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n'],
+];
+
+describe('an upgrade request through the HTTP/1.1 relay and through the terminating path', () => {
+  let app: App;
+  let planes: TestSidecar[];
+  before(async () => {
+    app = await startApp();
+    const upstream = `http://127.0.0.1:${app.port}`;
+    planes = [await startTestSidecar(upstream, ['--upstream-protocol', 'http1']), await startTestSidecar(upstream, RELAY)];
+  });
+  after(async () => {
+    for (const sc of planes) await sc.stop();
+    app.server.closeAllConnections();
+    await new Promise((r) => app.server.close(r));
+  });
+
+  for (const [name, bytes] of SHAPES) {
+    it(`reaches the app with the same head either way: ${name}`, async () => {
+      const heads: string[][] = [];
+      for (const sc of planes) {
+        const client = net.connect(sc.port, '127.0.0.1');
+        client.on('error', () => {});
+        const answered = received(client, 'nope');
+        client.write(bytes);
+        assert.match(await answered, /^HTTP\/1\.1 426 /);
+        heads.push(app.upgrades.at(-1)!.rawHeaders);
+        client.destroy();
+      }
+      assert.deepEqual(heads[1], heads[0]);
+    });
+  }
+});
+
 /** The series both planes must agree on for the same calls (times and connections aside), as h1-relay.test.ts compares. */
 const COMPARED = /^rpcscope_(calls_total|call_duration_seconds_count|call_bytes_total|payload_bytes_(count|sum)|upstream_calls_total|calls_active|connections_terminated_total)[{ ]/;
 
