@@ -81,7 +81,7 @@ function passHead(head: RequestHead | ResponseHead, extra: string, { drop, keepU
     if (f.name === 'content-length' || f.name === 'transfer-encoding') continue;
     if (keepUpgrade && (f.name === 'connection' || f.name === 'upgrade')) continue;
     if (!isHopByHop(f.name, f.value, named) && f.name !== drop) continue;
-  parts.push(head.raw.subarray(from, f.start));
+    parts.push(head.raw.subarray(from, f.start));
     from = f.end;
   }
   if (from === 0 && extra === '') return head.raw;
@@ -355,7 +355,7 @@ export class H1RelayConnection {
     this.held = undefined;
     this.client.write(passHead(res, '', { keepUpgrade: true }));
     const upRecord = this.upRecord!;
-    this.tunnel = new H1Tunnel({ client: this.client, up, toUpstream, toClient: rest.length ? Buffer.from(rest) : undefined }, call, () => {
+    this.tunnel = new H1Tunnel({ client: this.client, up, toUpstream, toClient: rest }, call, () => {
       if (ex.counted) upRecord.active--;
     });
   }

@@ -77,17 +77,20 @@ function closed(ws: WebSocket): Promise<{ code: number; reason: string }> {
   return new Promise((resolve) => ws.once('close', (code: number, reason: Buffer) => resolve({ code, reason: String(reason) })));
 }
 
-/** Resolves once `socket` has received `text` in all. */
+/** Resolves once `socket` has received `text` in all; rejects, naming what came, if it closes first. */
 function received(socket: net.Socket, text: string): Promise<string> {
   let got = '';
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const onData = (d: Buffer): void => {
       got += d.toString('latin1');
       if (!got.includes(text)) return;
       socket.off('data', onData);
+      socket.off('close', onClose);
       resolve(got);
     };
+    const onClose = (): void => reject(new Error(`closed before ${JSON.stringify(text)} came; got ${JSON.stringify(got)}`));
     socket.on('data', onData);
+    socket.once('close', onClose);
   });
 }
 
@@ -125,7 +128,7 @@ describe('a WebSocket through the HTTP/1.1 relay', () => {
     const all = new Promise<void>((resolve) => client.on('message', (d: Buffer) => got.push(d) === big.length && resolve()));
     for (const b of big) client.send(b);
     await all;
-    assert.deepEqual(got.map((b) => b.equals(big[got.indexOf(b)]!)), [true, true, true]);
+    assert.deepEqual(got.map((b, i) => b.equals(big[i]!)), [true, true, true], 'each message came back whole and in order');
     client.removeAllListeners('message');
     reply = nextMessage(client);
     client.send('after');
