@@ -23,17 +23,27 @@ interface App {
   upgrades: { url: string; rawHeaders: string[] }[];
   /** How each server-side WebSocket closed. */
   closes: { url: string; code: number }[];
+  /** /raw-sink's upgraded sockets, paused, and what each has read once resumed. */
+  sinks: { socket: net.Socket; read: number }[];
+  /** Whether /raw-source finished writing its 64 MiB. */
+  sourceDone: boolean;
 }
+
+/** Far past every socket buffer on the way. */
+const BIG = 64 * 1024 * 1024;
+const SWITCHED = 'HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n';
 
 /**
  * An app with a `ws` server on /ws/* (echoes every message; `bye` makes it close
  * with 4000, `drop` makes it reset), a raw protocol on /raw that writes its 101 and
- * its first bytes in one write and then echoes, a 426 on /refuse (the app closes
- * its connection after it), and plain answers to plain requests.
+ * its first bytes in one write and then echoes, /raw-sink that reads nothing until
+ * resumed, /raw-source that writes 64 MiB, a 426 on /refuse (the app closes its
+ * connection after it), and plain answers to plain requests.
  */
 async function startApp(): Promise<App> {
   const upgrades: App['upgrades'] = [];
   const closes: App['closes'] = [];
+  const app = { upgrades, closes, sinks: [] as App['sinks'], sourceDone: false };
   const server = http.createServer((req, res) => res.end(`plain ${req.url}`));
   const wss = new WebSocketServer({ noServer: true });
   wss.on('connection', (ws, req) => {
@@ -47,16 +57,38 @@ async function startApp(): Promise<App> {
   server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
     upgrades.push({ url: req.url ?? '', rawHeaders: req.rawHeaders });
     socket.on('error', () => {});
+    // Its peer's end ends it (node:http keeps an upgraded socket half open).
+    socket.on('end', () => socket.end());
     if (req.url?.startsWith('/ws/')) return wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
     if (req.url === '/raw') {
-      socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\nfirst from app|`);
+      socket.write(`${SWITCHED}first from app|`);
       socket.write(head);
       return void socket.pipe(socket);
+    }
+    if (req.url === '/raw-sink') {
+      const sink = { socket, read: head.length };
+      app.sinks.push(sink);
+      socket.pause();
+      socket.on('data', (d: Buffer) => (sink.read += d.length));
+      return void socket.write(SWITCHED);
+    }
+    if (req.url === '/raw-source') {
+      socket.write(SWITCHED);
+      const piece = Buffer.alloc(1 << 16, 0x61);
+      let sent = 0;
+      const more = (): void => {
+        while (sent < BIG) {
+          sent += piece.length;
+          if (!socket.write(piece)) return void socket.once('drain', more);
+        }
+        app.sourceDone = true;
+      };
+      return more();
     }
     socket.end('HTTP/1.1 426 Upgrade Required\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { server, port: (server.address() as AddressInfo).port, upgrades, closes };
+  return Object.assign(app, { server, port: (server.address() as AddressInfo).port });
 }
 
 function open(url: string): Promise<WebSocket> {
@@ -188,6 +220,43 @@ describe('a WebSocket through the HTTP/1.1 relay', () => {
     await echoed;
     client.end();
     await new Promise((r) => client.once('close', r));
+  });
+
+  it('reads the client no faster than the app reads the tunnel', async () => {
+    const client = net.connect(sc.port, '127.0.0.1');
+    client.on('error', () => {});
+    const sinks = app.sinks.length;
+    const switched = received(client, '\r\n\r\n');
+    client.write('GET /raw-sink HTTP/1.1\r\nHost: app\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n');
+    await switched;
+    const sink = app.sinks[sinks]!;
+    client.write(Buffer.alloc(BIG, 0x62));
+    // The app reads nothing for half a second: the client must still hold most of what it wrote.
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(client.writableLength > 0, 'the tunnel took everything while the app read nothing');
+    sink.socket.resume();
+    await until('the app read every byte', () => sink.read === BIG);
+    client.destroy();
+  });
+
+  it('reads the app no faster than the client reads the tunnel', async () => {
+    app.sourceDone = false;
+    const client = net.connect(sc.port, '127.0.0.1');
+    client.on('error', () => {});
+    const switched = received(client, '\r\n\r\n');
+    client.write('GET /raw-source HTTP/1.1\r\nHost: app\r\nConnection: upgrade\r\nUpgrade: echo\r\n\r\n');
+    const head = await switched;
+    // The client reads nothing for half a second: the app must still be writing then.
+    client.pause();
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(app.sourceDone, false, 'the tunnel held the app\'s whole output instead of pausing it');
+    let got = Buffer.byteLength(head, 'latin1') - SWITCHED.length;
+    await new Promise<void>((resolve) => {
+      client.on('data', (d: Buffer) => (got += d.length) >= BIG && resolve());
+      client.resume();
+    });
+    assert.equal(got, BIG);
+    client.destroy();
   });
 
   it('answered other than 101, the upgrade is an ordinary exchange and the connection takes the next request', async () => {
