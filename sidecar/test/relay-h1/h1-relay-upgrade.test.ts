@@ -9,6 +9,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { startSidecarProcess } from '@rpcscope/demo/sidecar-process';
@@ -75,15 +76,11 @@ async function startApp(): Promise<App> {
     if (req.url === '/raw-source') {
       socket.write(SWITCHED);
       const piece = Buffer.alloc(1 << 16, 0x61);
-      let sent = 0;
-      const more = (): void => {
-        while (sent < BIG) {
-          sent += piece.length;
-          if (!socket.write(piece)) return void socket.once('drain', more);
-        }
-        app.sourceDone = true;
-      };
-      return more();
+      const source = Readable.from((function* () {
+        for (let sent = 0; sent < BIG; sent += piece.length) yield piece;
+      })());
+      source.once('end', () => (app.sourceDone = true));
+      return void source.pipe(socket, { end: false });
     }
     socket.end('HTTP/1.1 426 Upgrade Required\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope');
   });
