@@ -3,9 +3,10 @@
 // client's and the app's sockets are joined byte for byte until either side
 // closes. The relay hands both sockets over with the bytes each side sent past
 // the hand-shake in the read that held it; from then on rpcscope counts the
-// bytes and reads none of them. The call ends once both sockets are closed, as
-// the terminating path's (proxy/forward-upgrade.ts) ends: a tunnel that closes
-// ended normally, whichever side closed it.
+// bytes and reads none of them. The call ends once both sockets are closed (so
+// that every byte is counted), and as on the terminating path
+// (proxy/forward-upgrade.ts) a tunnel that closes ended normally, whichever side
+// closed it, with its status 101.
 import type net from 'node:net';
 import type { Call } from '../call/call.ts';
 import { now } from '../clock.ts';
