@@ -5,9 +5,16 @@
 // the payload the call is counted with. The same Call as the terminating path
 // (forward-h1.ts) records each exchange, so the metrics are the same.
 //
+// An upgrade (`Connection: upgrade` with Upgrade, RFC 9110 §7.8; WebSocket, RFC
+// 6455 §4) goes to the app with its Connection and Upgrade lines, as the
+// terminating path (forward-upgrade.ts) sends it: h2c too, its HTTP2-Settings
+// dropped as hop-by-hop. A body, if the head declares one, is an HTTP/1.1 body
+// and passes in its framing before the new protocol's bytes (RFC 9110 §7.8; the
+// terminating path sends a GET's chunked body as none, node:http's choice). A 101
+// joins the sockets (h1-tunnel.ts); any other answer is an ordinary response, and
+// the connection goes on as HTTP/1.1.
+//
 // Not (yet) done here, and what happens instead:
-// - Upgrade (WebSocket, h2c): Connection and Upgrade are hop-by-hop and dropped,
-//   so the app answers a plain request; a 101 it sends anyway ends the call 502.
 // - Expect: 100-continue passes on; the app's 100 is passed back. An app that
 //   answers before the body came ends the connection after its answer.
 // - A response read until close (no length, not chunked) is relayed, and the
@@ -42,6 +49,7 @@ import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
+import { H1Tunnel } from './h1-tunnel.ts';
 
 /** Heads past this size are refused (431), as Node's --max-http-header-size default. */
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -63,17 +71,25 @@ function bagOf(fields: readonly HeadField[]): HeaderBag {
   return bag;
 }
 
+interface PassOptions {
+  /** A line dropped besides the hop-by-hop ones. */
+  readonly drop?: string;
+  /** Connection and Upgrade stay: the hand-shake of an upgrade (RFC 9110 §7.8). */
+  readonly keepUpgrade?: boolean;
+}
+
 /**
  * A head's bytes less its hop-by-hop lines (and `drop`), with `extra` lines added
  * at its end. Content-Length and Transfer-Encoding always stay: the body passes
  * on in the framing they describe.
  */
-function passHead(head: RequestHead | ResponseHead, extra: string, drop?: string): Buffer {
+function passHead(head: RequestHead | ResponseHead, extra: string, { drop, keepUpgrade = false }: PassOptions = {}): Buffer {
   const named = namedByConnection(head.connection);
   const parts: Buffer[] = [];
   let from = 0;
   for (const f of head.fields) {
     if (f.name === 'content-length' || f.name === 'transfer-encoding') continue;
+    if (keepUpgrade && (f.name === 'connection' || f.name === 'upgrade')) continue;
     if (!isHopByHop(f.name, f.value, named) && f.name !== drop) continue;
     parts.push(head.raw.subarray(from, f.start));
     from = f.end;
@@ -115,6 +131,8 @@ interface Exchange {
    * connection, idempotent, within the bound, no byte of an answer yet, not yet retried.
    */
   copy: RequestCopy | undefined;
+  /** The request asks to switch protocols (RFC 9110 §7.8), and went to the app with its Connection and Upgrade. */
+  readonly upgrade: boolean;
 }
 
 export interface H1RelayOptions {
@@ -144,6 +162,9 @@ export class H1RelayConnection {
   /** A write toward the app (or the client) waits for 'drain': the other side is not read meanwhile. */
   private upBlocked = false;
   private clientBlocked = false;
+  /** After a 101: the two sockets joined, no longer read here. */
+  private tunnel: H1Tunnel | undefined;
+  private readonly onClientData = (chunk: Buffer): void => this.guard(() => this.fromClient(chunk, 0));
 
   constructor({ ctx, conn, client, closing }: H1RelayOptions) {
     this.ctx = ctx;
@@ -153,7 +174,7 @@ export class H1RelayConnection {
     client.setNoDelay(true);
     this.reqBody.onPayload = (slice) => this.ex?.call.tap.requestData(slice);
     this.resBody.onPayload = (slice) => this.ex?.call.tap.responseData(slice);
-    client.on('data', (chunk: Buffer) => this.guard(() => this.fromClient(chunk, 0)));
+    client.on('data', this.onClientData);
     client.once('close', () => this.guard(() => this.clientClosed()));
     // The listener hands the socket over paused, its first bytes put back.
     client.resume();
@@ -161,7 +182,7 @@ export class H1RelayConnection {
 
   /** Idle between requests: nothing is in flight or half read. */
   get idle(): boolean {
-    return this.ex === undefined && this.held === undefined && this.reqHead.pending === 0;
+    return this.ex === undefined && this.held === undefined && this.reqHead.pending === 0 && this.tunnel === undefined;
   }
 
   /** Ends the connection now if idle; else after the response in flight (closing() says so by then). */
@@ -172,6 +193,7 @@ export class H1RelayConnection {
   destroy(): void {
     this.client.destroy();
     this.up?.destroy();
+    this.tunnel?.destroy();
   }
 
   /** A fault in the relay's own code ends this connection only. */
@@ -219,7 +241,9 @@ export class H1RelayConnection {
     const headers = bagOf(req.fields);
     const { detected, bare, contentType } = detectRequest(req.method, req.target, headers, ctx.config.trpcPrefix);
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
-    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined };
+    // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8).
+    const upgrade = req.upgrade !== undefined && req.minor >= 1;
+    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined, upgrade };
     this.ex = ex;
     this.phase = Phase.Body;
     this.reqBody.begin(req.framing);
@@ -230,7 +254,7 @@ export class H1RelayConnection {
     if (this.upRecord?.openTime) this.count(ex);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
     const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
-    const head = passHead(req, extra, call.traceparent ? 'traceparent' : undefined);
+    const head = passHead(req, extra, { drop: call.traceparent ? 'traceparent' : undefined, keepUpgrade: upgrade });
     if (reused) ex.copy = RequestCopy.of(req.method, head);
     this.toUpstream(head);
     call.enforceDeadline(() => this.guard(() => this.expire(ex)));
@@ -310,7 +334,9 @@ export class H1RelayConnection {
           const end = this.resHead.read(chunk, at);
           if (end < 0) return;
           at = end;
-          this.responseHead(ex, parseResponseHead(this.resHead.take()));
+          const res = parseResponseHead(this.resHead.take());
+          if (res.status === 101 && ex.upgrade) return this.switchProtocols(ex, up, res, chunk.subarray(at));
+          this.responseHead(ex, res);
         } else {
           const end = this.resBody.read(chunk, at);
           if (end > at) this.toClient(chunk.subarray(at, end));
@@ -345,6 +371,29 @@ export class H1RelayConnection {
     this.toClient(passHead(res, this.connectionLine(ex)));
     this.resBody.begin(framing);
     if (this.resBody.done) this.responseDone(ex);
+  }
+
+  /**
+   * The app switched protocols: its 101 goes back with Connection and Upgrade, and
+   * the sockets are joined (h1-tunnel.ts), each side's bytes read past its head first.
+   */
+  private switchProtocols(ex: Exchange, up: net.Socket, res: ResponseHead, rest: Buffer): void {
+    const { call } = ex;
+    call.record.upstreamHeadersTime = now();
+    call.tap.responseHeaders(101, bagOf(res.fields));
+    this.ex = undefined;
+    this.up = undefined;
+    // A tunnel may be quiet for long; the relay's idle close is for connections between requests.
+    up.setTimeout(0);
+    this.phase = Phase.Closing;
+    this.client.off('data', this.onClientData);
+    const toUpstream = this.held;
+    this.held = undefined;
+    this.client.write(passHead(res, '', { keepUpgrade: true }));
+    const upRecord = this.upRecord!;
+    this.tunnel = new H1Tunnel({ client: this.client, up, toUpstream, toClient: rest }, call, () => {
+      if (ex.counted) upRecord.active--;
+    });
   }
 
   /** What the client is told of its connection, where the app's Connection field was dropped. */
