@@ -11,8 +11,10 @@
 // dropped as hop-by-hop. A body, if the head declares one, is an HTTP/1.1 body
 // and passes in its framing before the new protocol's bytes (RFC 9110 §7.8; the
 // terminating path sends a GET's chunked body as none, node:http's choice). A 101
-// joins the sockets (h1-tunnel.ts); any other answer is an ordinary response, and
-// the connection goes on as HTTP/1.1.
+// joins the sockets (h1-tunnel.ts); any other final answer is relayed and both
+// connections close after it, as on the terminating path: what the client sent
+// past its hand-shake may be the new protocol's bytes, never to be read as
+// requests (test/reliability/h1-smuggling.test.ts).
 //
 // Not (yet) done here, and what happens instead:
 // - Expect: 100-continue passes on; the app's 100 is passed back. An app that
@@ -364,8 +366,10 @@ export class H1RelayConnection {
     if (res.status < 200) return this.toClient(passHead(res, ''));
     record.upstreamHeadersTime = now();
     tap.responseHeaders(res.status, bagOf(res.fields));
-    ex.upstreamKeeps = res.keepAlive;
-    ex.clientKeeps = ex.req.keepAlive && framing.kind !== 'close' && !this.closing();
+    // An upgrade the app declined ends both connections after its answer, as on the terminating path:
+    // the client may already have sent bytes of the new protocol, which must not be read as requests.
+    ex.upstreamKeeps = res.keepAlive && !ex.upgrade;
+    ex.clientKeeps = ex.req.keepAlive && framing.kind !== 'close' && !ex.upgrade && !this.closing();
     ex.answered = true;
     ex.inBody = true;
     this.toClient(passHead(res, this.connectionLine(ex)));
