@@ -82,7 +82,7 @@ export interface ListenSettings {
   readonly maxConnectionAgeGraceMs: number;
   /** Whether HTTP/2 connections go to the relay (relay/relay-applies.ts). */
   readonly relay: boolean;
-  /** Whether HTTP/1.1 connections go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts). */
+  /** Whether HTTP/1.1 connections may go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts); H1RelaySet decides each one. */
   readonly http1Relay: boolean;
 }
 
@@ -375,13 +375,19 @@ export class ProxyListener {
       this.terminateH2(client);
     } else if (this.h1Relays) {
       // A response asks its client to close the connection while draining, or once the connection is past its age.
-      this.h1Relays.add(socket, conn, () => this.draining || client.aged);
+      this.h1Relays.add(socket, conn, () => this.draining || client.aged, () => this.terminateH1(client));
     } else {
-      this.h1Clients.add(client);
-      socket.once('close', () => this.h1Clients.delete(client));
-      this.h1.emit('connection', socket);
-      socket.resume();
+      this.terminateH1(client);
     }
+  }
+
+  /** Hands an HTTP/1.1 connection to node:http. */
+  private terminateH1(client: ClientConnection): void {
+    const { socket } = client;
+    this.h1Clients.add(client);
+    socket.once('close', () => this.h1Clients.delete(client));
+    this.h1.emit('connection', socket);
+    socket.resume();
   }
 
   /** Hands an HTTP/2 connection to node:http2, whose 'session' (trackSession) comes before this returns. */
