@@ -44,7 +44,7 @@ import { detectRequest, type Detected } from '../protocol/detect.ts';
 import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
 import { localReply, type LocalCode } from '../protocol/local-reply.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
+import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
@@ -549,7 +549,9 @@ export class H1RelayConnection {
       ex.call.tap.responseHeaders(err.status, {});
       this.endExchange(ex);
     }
-    this.toClient(Buffer.from(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, 'latin1'));
+    // RFC 9110 §15.5.6: a 405 (to CONNECT) names the methods that are allowed, as the terminating path's does.
+    const allow = err.status === 405 ? `allow: ${ALLOWED_METHODS}\r\n` : '';
+    this.toClient(Buffer.from(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\n${allow}connection: close\r\ncontent-length: 0\r\n\r\n`, 'latin1'));
     this.closeClient();
   }
 
