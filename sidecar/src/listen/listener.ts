@@ -27,6 +27,7 @@ import { keepNodeSessionAlive } from '../h2/h2-keepalive.ts';
 import { MAX_HEADER_LIST_PAIRS, MAX_HEADER_LIST_SIZE, headerListSize } from '../h2/header-list-size.ts';
 import { nodeHttp2, nodeTls } from '../builtins.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
+import { ALLOWED_METHODS } from '../protocol/vocabulary.ts';
 import { NodeErrorCode } from '../core/errors.ts';
 
 const ignore = (): void => {};
@@ -63,8 +64,8 @@ const GOAWAY_FOR: Partial<Record<TerminationReason, number>> = {
   stream_limit: Http2Error.PROTOCOL_ERROR,
 };
 const SESSION_WINDOW = 16 * 1024 * 1024;
-/** RFC 9110 §15.5.6: a 405 names the methods that are allowed; every one but CONNECT is forwarded. */
-const NOT_A_TUNNEL = 'allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n';
+/** RFC 9110 §15.5.6: a 405 names the methods that are allowed. */
+const NOT_A_TUNNEL = `allow: ${ALLOWED_METHODS}\r\n`;
 /** Connections closed past --max-connections are logged at most once per this interval, with the count since. */
 const OVER_LIMIT_LOG_MS = 10_000;
 
@@ -82,7 +83,7 @@ export interface ListenSettings {
   readonly maxConnectionAgeGraceMs: number;
   /** Whether HTTP/2 connections go to the relay (relay/relay-applies.ts). */
   readonly relay: boolean;
-  /** Whether HTTP/1.1 connections go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts). */
+  /** Whether HTTP/1.1 connections may go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts); H1RelaySet decides each one. */
   readonly http1Relay: boolean;
 }
 
@@ -289,7 +290,7 @@ export class ProxyListener {
     // advertised), which a proxy bound to one upstream does not open.
     if (headers[':method'] === 'CONNECT') {
       stream.on('error', ignore);
-      stream.respond({ ':status': 405, allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' }, { endStream: true });
+      stream.respond({ ':status': 405, allow: ALLOWED_METHODS }, { endStream: true });
       return;
     }
     // String lengths count UTF-16 units, not octets; Node hands over field bytes as latin1, one unit each.
@@ -375,13 +376,19 @@ export class ProxyListener {
       this.terminateH2(client);
     } else if (this.h1Relays) {
       // A response asks its client to close the connection while draining, or once the connection is past its age.
-      this.h1Relays.add(socket, conn, () => this.draining || client.aged);
+      this.h1Relays.add(socket, conn, () => this.draining || client.aged, () => this.terminateH1(client));
     } else {
-      this.h1Clients.add(client);
-      socket.once('close', () => this.h1Clients.delete(client));
-      this.h1.emit('connection', socket);
-      socket.resume();
+      this.terminateH1(client);
     }
+  }
+
+  /** Hands an HTTP/1.1 connection to node:http. */
+  private terminateH1(client: ClientConnection): void {
+    const { socket } = client;
+    this.h1Clients.add(client);
+    socket.once('close', () => this.h1Clients.delete(client));
+    this.h1.emit('connection', socket);
+    socket.resume();
   }
 
   /** Hands an HTTP/2 connection to node:http2, whose 'session' (trackSession) comes before this returns. */

@@ -16,6 +16,12 @@ export type DeadlineHeader = 'grpc-timeout' | 'connect-timeout-ms';
 /** HTTP/1.1 has no RST_STREAM: a connection closed mid-call is recorded with this code. */
 export const CONNECTION_CLOSED = -1;
 
+/**
+ * The methods a 405 to CONNECT names in its Allow field (RFC 9110 §15.5.6): every
+ * one but CONNECT is forwarded, on either data plane.
+ */
+export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
 export interface CallReset {
   side: ResetSide;
   /** HTTP/2 error code (RFC 9113 §7), or CONNECTION_CLOSED for an HTTP/1.1 connection closed mid-call. */

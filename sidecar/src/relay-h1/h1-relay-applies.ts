@@ -2,8 +2,12 @@
 // client connection with one upstream connection and passes heads and bodies on
 // as bytes: it needs what the HTTP/2 relay needs (inbound, the one fixed
 // upstream, no call translated or mirrored), and an upstream spoken to over
-// plain HTTP/1.1. Under --upstream-protocol auto or http2, and toward an https://
-// upstream, HTTP/1.1 keeps the terminating path (node:http) for now.
+// plain HTTP/1.1. With --upstream-protocol http1 every connection is relayed;
+// with auto (the default) each is relayed while the app is known to speak
+// HTTP/1.1, and the callers of an HTTP/2-only app keep the terminating path,
+// which translates their calls (H1RelaySet.add decides per connection). Under
+// --upstream-protocol http2, and toward an https:// upstream, HTTP/1.1 keeps
+// the terminating path (node:http).
 import type { Config } from '../config/load.ts';
 
 /** The settings that decide which data plane an HTTP/1.1 connection gets. */
@@ -15,7 +19,7 @@ export function h1RelayApplies(config: H1RelayChoice): boolean {
     config.http1DataPlane === 'relay' &&
     config.mode === 'inbound' &&
     config.grpcUpstream === undefined &&
-    config.upstreamProtocol === 'http1' &&
+    config.upstreamProtocol !== 'http2' &&
     !config.upstream.tls &&
     !config.transcode &&
     !config.grpcWebBridge &&

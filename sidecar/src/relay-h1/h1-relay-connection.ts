@@ -46,7 +46,7 @@ import { detectRequest, type Detected } from '../protocol/detect.ts';
 import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
 import { localReply, type LocalCode } from '../protocol/local-reply.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
-import { CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
+import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
@@ -71,6 +71,23 @@ function bagOf(fields: readonly HeadField[]): HeaderBag {
     else bag[name] = [had, value];
   }
   return bag;
+}
+
+const HTTP_VERSION_PREFIX = Buffer.from('HTTP/', 'latin1');
+const CR_BYTE = 0x0d;
+const LF_BYTE = 0x0a;
+
+/**
+ * Whether the bytes at `from`, the start of a response head, can begin an HTTP/1.x
+ * response: a status line starts with HTTP-version (RFC 9112 §4), after any empty
+ * lines the head reader skips. An HTTP/2 server's first frame (RFC 9113 §3.4) starts
+ * with its length, 0x00 0x00 for a SETTINGS frame.
+ */
+function startsAsHttp1(chunk: Buffer, from: number): boolean {
+  let at = from;
+  while (at < chunk.length && (chunk[at] === CR_BYTE || chunk[at] === LF_BYTE)) at++;
+  const n = Math.min(chunk.length - at, HTTP_VERSION_PREFIX.length);
+  return chunk.compare(HTTP_VERSION_PREFIX, 0, n, at, at + n) === 0;
 }
 
 interface PassOptions {
@@ -333,6 +350,7 @@ export class H1RelayConnection {
     while (ex && at < chunk.length && this.ex === ex) {
       try {
         if (!ex.inBody) {
+          if (this.resHead.pending === 0 && !startsAsHttp1(chunk, at)) return this.notHttp1(ex);
           const end = this.resHead.read(chunk, at);
           if (end < 0) return;
           at = end;
@@ -479,6 +497,20 @@ export class H1RelayConnection {
     this.reply(ex, opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${opened ? 'closed the connection' : 'unavailable'}: ${why}`);
   }
 
+  /**
+   * The app answered with bytes no HTTP/1.x response starts with: an HTTP/2-only
+   * app, whose SETTINGS frame came back. As on the terminating path (forward-h1.ts),
+   * the call is answered UNAVAILABLE, which a caller may retry, and the app's
+   * HTTP/1.1 callers go to the terminating path from now on, which translates
+   * their calls to HTTP/2. This client's connection closes after the answer, so
+   * that its next request comes on a connection that goes there.
+   */
+  private notHttp1(ex: Exchange): void {
+    this.dropUpstream();
+    this.ctx.protocols.notHttp1(this.ctx.config.upstream);
+    this.reply(ex, GrpcCode.UNAVAILABLE, 'the upstream does not speak HTTP/1.1; the next calls go over HTTP/2', false);
+  }
+
   /** --enforce-deadlines: the call's deadline passed. */
   private expire(ex: Exchange): void {
     if (this.ex !== ex) return;
@@ -488,14 +520,14 @@ export class H1RelayConnection {
     this.client.destroy();
   }
 
-  /** The relay's own answer to the call in flight, which then ends. */
-  private reply(ex: Exchange, code: LocalCode, message: string): void {
+  /** The relay's own answer to the call in flight, which then ends; `keep` false closes the client's connection after it. */
+  private reply(ex: Exchange, code: LocalCode, message: string, keep = true): void {
     const r = localReply(ex.detected.protocol, ex.detected.framed, ex.contentType, code, message);
     const { tap } = ex.call;
     tap.responseHeaders(r.status, r.headers);
     if (r.body) tap.responseData(r.body);
     ex.answered = true;
-    ex.clientKeeps = ex.req.keepAlive && !this.closing();
+    ex.clientKeeps = keep && ex.req.keepAlive && !this.closing();
     let head = `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? ''}\r\n`;
     for (const [name, value] of Object.entries(r.headers)) head += `${name}: ${value}\r\n`;
     head += `content-length: ${r.body?.length ?? 0}\r\n${this.connectionLine(ex)}\r\n`;
@@ -521,7 +553,9 @@ export class H1RelayConnection {
       ex.call.tap.responseHeaders(err.status, {});
       this.endExchange(ex);
     }
-    this.toClient(Buffer.from(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`, 'latin1'));
+    // RFC 9110 §15.5.6: a 405 (to CONNECT) names the methods that are allowed, as the terminating path's does.
+    const allow = err.status === 405 ? `allow: ${ALLOWED_METHODS}\r\n` : '';
+    this.toClient(Buffer.from(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\n${allow}connection: close\r\ncontent-length: 0\r\n\r\n`, 'latin1'));
     this.closeClient();
   }
 

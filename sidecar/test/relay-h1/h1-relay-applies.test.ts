@@ -22,11 +22,11 @@ describe('h1RelayApplies', () => {
 
   it('relays with --http1-data-plane relay toward a plain HTTP/1.1 upstream', () => {
     assert.equal(h1RelayApplies(config(...RELAY)), true);
+    assert.equal(h1RelayApplies(config('--http1-data-plane', 'relay')), true, 'auto: decided per connection by what the app speaks');
     assert.equal(h1RelayApplies(config(...RELAY, '--data-plane', 'terminate')), true, 'the HTTP/2 plane is chosen apart');
   });
 
   it('keeps the terminating path where the upstream is not spoken to over plain HTTP/1.1', () => {
-    assert.equal(h1RelayApplies(config('--http1-data-plane', 'relay')), false, 'auto');
     assert.equal(h1RelayApplies(config('--http1-data-plane', 'relay', '--upstream-protocol', 'http2')), false);
     const tls = loadConfig(['--upstream', 'https://127.0.0.1:8443', ...RELAY], {});
     assert.equal(tls.kind, 'run');

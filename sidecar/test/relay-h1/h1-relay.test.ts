@@ -230,6 +230,8 @@ describe('the HTTP/1.1 relay', () => {
       const [got] = await client.send(bytes, ['GET']);
       assert.equal(got!.status, status);
       assert.match(got!.raw.toString('latin1'), /connection: close/i);
+      // RFC 9110 §15.5.6: a 405 names the methods allowed.
+      if (status === 405) assert.match(got!.raw.toString('latin1'), /\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/);
       await client.closed;
       await new Promise((r) => setTimeout(r, 50));
       assert.equal(app.seen.length, seen, 'nothing reached the app');
