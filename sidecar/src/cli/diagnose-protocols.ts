@@ -14,6 +14,13 @@ import { bytes, change, count, ms, pct } from './format.ts';
 const LATENCY = { relative: 0.5, absolute: 0.025, criticalRelative: 1, criticalAbsolute: 0.1 };
 /** Errors are worse past +2 points and twice the reference, critical past +10 points. */
 const ERRORS = { points: 0.02, factor: 2, criticalPoints: 0.1 };
+/**
+ * A quantile is compared only where each side holds at least this many calls
+ * past it (p50 from 10 calls, p99 from 500): a p99 of 150 calls is the time of
+ * one or two of them, which one GC pause or a busy node sets, and a healthy
+ * fleet on a loaded machine read as a regression.
+ */
+const TAIL_CALLS = 5;
 /** Bytes per call are worse past 1.5 times and 256 B more. */
 const BYTES = { factor: 1.5, absolute: 256 };
 
@@ -105,7 +112,8 @@ function sameBucket(a: number, b: number, buckets: readonly number[]): boolean {
 /** The changes of `now` against `ref` that pass their thresholds, worst first. */
 function worse(now: ProtocolFigures, ref: ProtocolFigures, buckets: readonly number[], bytesComparable = true): Change[] {
   const out: Change[] = [];
-  for (const metric of ['p50', 'p99'] as const) {
+  for (const [metric, q] of [['p50', 0.5], ['p99', 0.99]] as const) {
+    if (Math.min(now.calls, ref.calls) * (1 - q) < TAIL_CALLS) continue;
     const [v, r] = [now[metric], ref[metric]];
     if (!Number.isFinite(v) || !Number.isFinite(r) || r <= 0 || sameBucket(v, r, buckets)) continue;
     const rel = (v - r) / r;
