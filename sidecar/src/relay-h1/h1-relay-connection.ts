@@ -41,9 +41,8 @@ import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import { BodyReader } from '../h1/body-reader.ts';
 import { H1Error } from '../h1/h1-error.ts';
-import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type HeadField, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
+import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
 import { detectRequest, type Detected } from '../protocol/detect.ts';
-import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
 import { localReply, type LocalCode } from '../protocol/local-reply.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
@@ -52,71 +51,12 @@ import type { ProxyContext } from '../upstream/context.ts';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
+import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 
 /** Heads past this size are refused (431), as Node's --max-http-header-size default. */
 const MAX_HEAD_BYTES = 16 * 1024;
 /** After its refusal, how long a client has to read it before its socket is destroyed (as the listener's). */
 const REFUSED_LINGER_MS = 1000;
-const CRLF = Buffer.from('\r\n');
-
-type HeaderBag = Record<string, string | string[]>;
-
-/** A head's fields as node:http's headers object (repeated names become a list). */
-function bagOf(fields: readonly HeadField[]): HeaderBag {
-  const bag: HeaderBag = Object.create(null) as HeaderBag;
-  for (const { name, value } of fields) {
-    const had = bag[name];
-    if (had === undefined) bag[name] = value;
-    else if (Array.isArray(had)) had.push(value);
-    else bag[name] = [had, value];
-  }
-  return bag;
-}
-
-const HTTP_VERSION_PREFIX = Buffer.from('HTTP/', 'latin1');
-const CR_BYTE = 0x0d;
-const LF_BYTE = 0x0a;
-
-/**
- * Whether the bytes at `from`, the start of a response head, can begin an HTTP/1.x
- * response: a status line starts with HTTP-version (RFC 9112 §4), after any empty
- * lines the head reader skips. An HTTP/2 server's first frame (RFC 9113 §3.4) starts
- * with its length, 0x00 0x00 for a SETTINGS frame.
- */
-function startsAsHttp1(chunk: Buffer, from: number): boolean {
-  let at = from;
-  while (at < chunk.length && (chunk[at] === CR_BYTE || chunk[at] === LF_BYTE)) at++;
-  const n = Math.min(chunk.length - at, HTTP_VERSION_PREFIX.length);
-  return chunk.compare(HTTP_VERSION_PREFIX, 0, n, at, at + n) === 0;
-}
-
-interface PassOptions {
-  /** A line dropped besides the hop-by-hop ones. */
-  readonly drop?: string;
-  /** Connection and Upgrade stay: the hand-shake of an upgrade (RFC 9110 §7.8). */
-  readonly keepUpgrade?: boolean;
-}
-
-/**
- * A head's bytes less its hop-by-hop lines (and `drop`), with `extra` lines added
- * at its end. Content-Length and Transfer-Encoding always stay: the body passes
- * on in the framing they describe.
- */
-function passHead(head: RequestHead | ResponseHead, extra: string, { drop, keepUpgrade = false }: PassOptions = {}): Buffer {
-  const named = namedByConnection(head.connection);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const f of head.fields) {
-    if (f.name === 'content-length' || f.name === 'transfer-encoding') continue;
-    if (keepUpgrade && (f.name === 'connection' || f.name === 'upgrade')) continue;
-    if (!isHopByHop(f.name, f.value, named) && f.name !== drop) continue;
-    parts.push(head.raw.subarray(from, f.start));
-    from = f.end;
-  }
-  if (from === 0 && extra === '') return head.raw;
-  parts.push(head.raw.subarray(from, head.raw.length - 2), Buffer.from(extra, 'latin1'), CRLF);
-  return Buffer.concat(parts);
-}
 
 const enum Phase {
   /** Reading a request head. */
