@@ -82,6 +82,14 @@ export class BodyReader {
     return this.state === State.Done;
   }
 
+  /**
+   * Whether a chunked body stands between two chunks (no byte of the next
+   * chunk-size line read): a chunk added there, and the last chunk, end it whole.
+   */
+  get betweenChunks(): boolean {
+    return this.state === State.Size && this.digits === 0;
+  }
+
   /** Whether the body is one read until the app closes the connection: its end is that close. */
   get untilClose(): boolean {
     return this.state === State.Close;

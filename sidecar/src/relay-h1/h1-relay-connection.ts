@@ -43,7 +43,7 @@ import { BodyReader } from '../h1/body-reader.ts';
 import { H1Error } from '../h1/h1-error.ts';
 import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
 import { detectRequest, type Detected } from '../protocol/detect.ts';
-import { localReply, type LocalCode } from '../protocol/local-reply.ts';
+import { localReply, upstreamLostEnding, type LocalCode } from '../protocol/local-reply.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import { connectUpstream } from '../relay/upstream-connect.ts';
@@ -57,6 +57,8 @@ import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 const MAX_HEAD_BYTES = 16 * 1024;
 /** After its refusal, how long a client has to read it before its socket is destroyed (as the listener's). */
 const REFUSED_LINGER_MS = 1000;
+/** The end of the chunk before it and the last chunk, with no trailer (RFC 9112 §7.1). */
+const LAST_CHUNK = Buffer.from('\r\n0\r\n\r\n', 'latin1');
 
 const enum Phase {
   /** Reading a request head. */
@@ -397,8 +399,30 @@ export class H1RelayConnection {
     if (!ex.answered) return this.upstreamFailed(ex, this.upError);
     // A response read until close ends here; any other was cut short, and the client must not take it for whole.
     if (this.resBody.untilClose) return this.responseDone(ex);
+    if (this.endLost(ex)) return;
     this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
     this.client.destroy();
+  }
+
+  /**
+   * A gRPC-Web or Connect stream the app's connection left between two of its
+   * frames, in a chunked body: ended as the terminating path (forward-h1.ts) ends
+   * it, with its protocol's UNAVAILABLE status frame as one chunk more and the
+   * last chunk, so that the caller reads why rather than a cut connection. The
+   * client's connection closes after it. False where that cannot be (a body of
+   * declared length, mid-chunk or mid-frame, REST): the connection is cut.
+   */
+  private endLost(ex: Exchange): boolean {
+    const { detected, call } = ex;
+    if (!this.resBody.betweenChunks || !call.tap.responseAtBoundary()) return false;
+    const ending = upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false);
+    if (!ending?.body) return false;
+    call.record.upstreamEndTime = now();
+    call.tap.responseData(ending.body);
+    this.toClient(Buffer.concat([Buffer.from(`${ending.body.length.toString(16)}\r\n`, 'latin1'), ending.body, LAST_CHUNK]));
+    this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
+    this.closeClient();
+    return true;
   }
 
   /**

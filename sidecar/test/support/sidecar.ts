@@ -91,8 +91,9 @@ export interface TestSidecar {
  * it: `RPCSCOPE_DATA_PLANE=relay node --test ...` runs these tests on the relay.
  */
 function dataPlaneEnv(): NodeJS.ProcessEnv {
-  const plane = process.env.RPCSCOPE_DATA_PLANE;
-  return plane === undefined ? {} : { RPCSCOPE_DATA_PLANE: plane };
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of ['RPCSCOPE_DATA_PLANE', 'RPCSCOPE_HTTP1_DATA_PLANE']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return env;
 }
 
 export async function startTestSidecar(upstreamUrl: string, extraArgs: string[] = []): Promise<TestSidecar> {
