@@ -107,6 +107,7 @@ async function startOtlpSink(): Promise<{ url: string; stop(): Promise<void> }> 
 
 /**
  * rpcscope's own binary (sidecar/bin/rpcscope) on the Node at `nodeBin` (it execs the first `node` on PATH).
+ * `dataPlane` applies to both versions: HTTP/2 (--data-plane) and HTTP/1.1 (--http1-data-plane).
  * `tracing`: with tracing on (every call a span, exported over OTLP/HTTP to a sink), which on the relay
  * means translate mode (each request header block written anew with a traceparent).
  * `otlp-metrics`: with OTLP metrics on, pushed to a sink every second (60 times the default interval,
@@ -119,7 +120,7 @@ export function rpcscope(dataPlane: 'relay' | 'terminate', nodeVersion: string, 
     key: variant === 'tracing' ? `${dataPlane}-traced` : variant === 'otlp-metrics' ? `${dataPlane}-otlp` : dataPlane,
     node: nodeVersion,
     start: async (route, ctx) => {
-      const args = ['--upstream', route.upstream, '--data-plane', dataPlane, '--upstream-protocol', route.upstreamProto === 'h2' ? 'http2' : 'http1', '--log-level', 'info'];
+      const args = ['--upstream', route.upstream, '--data-plane', dataPlane, '--http1-data-plane', dataPlane, '--upstream-protocol', route.upstreamProto === 'h2' ? 'http2' : 'http1', '--log-level', 'info'];
       if (route.frontend === 'tls') args.push('--tls-cert', ctx.certFile, '--tls-key', ctx.keyFile);
       const sink = variant ? await startOtlpSink() : undefined;
       const otel: Record<string, string> =
