@@ -57,6 +57,8 @@ import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 const MAX_HEAD_BYTES = 16 * 1024;
 /** After its refusal, how long a client has to read it before its socket is destroyed (as the listener's). */
 const REFUSED_LINGER_MS = 1000;
+const KEEP_ALIVE_LINE = 'connection: keep-alive\r\n';
+const CLOSE_LINE = 'connection: close\r\n';
 /** The end of the chunk before it and the last chunk, with no trailer (RFC 9112 §7.1). */
 const LAST_CHUNK = Buffer.from('\r\n0\r\n\r\n', 'latin1');
 
@@ -360,10 +362,14 @@ export class H1RelayConnection {
     });
   }
 
-  /** What the client is told of its connection, where the app's Connection field was dropped. */
+  /**
+   * What the client is told of its connection, where the app's Connection field
+   * was dropped: close, or keep-alive (said to HTTP/1.1 clients too, as the
+   * terminating path and nginx say it, so that a client reads the same answer on
+   * either data plane).
+   */
   private connectionLine(ex: Exchange): string {
-    if (!ex.clientKeeps) return 'connection: close\r\n';
-    return ex.req.minor === 0 ? 'connection: keep-alive\r\n' : '';
+    return ex.clientKeeps ? KEEP_ALIVE_LINE : CLOSE_LINE;
   }
 
   /** The response is passed on whole: the call ends, and the next request is read. */
