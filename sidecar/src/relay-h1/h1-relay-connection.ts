@@ -42,7 +42,8 @@ import { now } from '../clock.ts';
 import { BodyReader } from '../h1/body-reader.ts';
 import { H1Error } from '../h1/h1-error.ts';
 import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
-import { detectRequest, type Detected } from '../protocol/detect.ts';
+import { detectRequest, isGrpcFamily, type Detected } from '../protocol/detect.ts';
+import type { Protocol } from '../protocol/vocabulary.ts';
 import { localReply, upstreamLostEnding, type LocalCode } from '../protocol/local-reply.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
@@ -51,7 +52,7 @@ import type { ProxyContext } from '../upstream/context.ts';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
-import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
+import { bagOf, passHead, startsAsHttp1, type HeaderBag } from './relay-heads.ts';
 
 /** Heads past this size are refused (431), as Node's --max-http-header-size default. */
 const MAX_HEAD_BYTES = 16 * 1024;
@@ -104,6 +105,12 @@ export interface H1RelayOptions {
   readonly client: net.Socket;
   /** Draining, or past --max-connection-age: the client is asked to close after its response. */
   readonly closing: () => boolean;
+  /**
+   * Hands the connection, its next request put back unread, to the terminating
+   * path: for a call that needs one of its own upstream (transcoded, bridged, its
+   * share of a split), which the relay cannot make.
+   */
+  readonly terminate: () => void;
 }
 
 export class H1RelayConnection {
@@ -111,6 +118,7 @@ export class H1RelayConnection {
   private readonly client: net.Socket;
   private readonly conn: ConnectionRecord;
   private readonly closing: () => boolean;
+  private readonly terminate: () => void;
   private phase = Phase.Head;
   private readonly reqHead = new HeadReader(MAX_HEAD_BYTES);
   private readonly reqBody = new BodyReader(MAX_HEAD_BYTES);
@@ -128,17 +136,19 @@ export class H1RelayConnection {
   /** After a 101: the two sockets joined, no longer read here. */
   private tunnel: H1Tunnel | undefined;
   private readonly onClientData = (chunk: Buffer): void => this.guard(() => this.fromClient(chunk, 0));
+  private readonly onClientClose = (): void => this.guard(() => this.clientClosed());
 
-  constructor({ ctx, conn, client, closing }: H1RelayOptions) {
+  constructor({ ctx, conn, client, closing, terminate }: H1RelayOptions) {
     this.ctx = ctx;
     this.conn = conn;
     this.client = client;
     this.closing = closing;
+    this.terminate = terminate;
     client.setNoDelay(true);
     this.reqBody.onPayload = (slice) => this.ex?.call.tap.requestData(slice);
     this.resBody.onPayload = (slice) => this.ex?.call.tap.responseData(slice);
     client.on('data', this.onClientData);
-    client.once('close', () => this.guard(() => this.clientClosed()));
+    client.once('close', this.onClientClose);
     // The listener hands the socket over paused, its first bytes put back.
     client.resume();
   }
@@ -184,7 +194,12 @@ export class H1RelayConnection {
           const end = this.reqHead.read(chunk, at);
           if (end < 0) return;
           at = end;
-          this.begin(parseRequestHead(this.reqHead.take()));
+          const raw = this.reqHead.take();
+          const req = parseRequestHead(raw);
+          const headers = bagOf(req.fields);
+          const found = detectRequest(req.method, req.target, headers, this.ctx.config.trpcPrefix);
+          if (this.needsOwnCall(found.detected.protocol, req.method, req.target)) return this.handOver(raw, chunk.subarray(at));
+          this.begin(req, headers, found);
         } else {
           const end = this.reqBody.read(chunk, at);
           if (end > at) this.sendBody(chunk.subarray(at, end));
@@ -198,11 +213,37 @@ export class H1RelayConnection {
     }
   }
 
+  /**
+   * A call the relay cannot carry to its one upstream connection: one to be
+   * transcoded, bridged or split (the translating stage would take it), or of
+   * the gRPC family while --grpc-upstream takes those elsewhere.
+   */
+  private needsOwnCall(protocol: Protocol, method: string, target: string): boolean {
+    const { config, translating } = this.ctx;
+    if (config.grpcUpstream !== undefined && isGrpcFamily(protocol)) return true;
+    return translating !== undefined && translating.wouldTake(protocol, method, target);
+  }
+
+  /**
+   * A call the terminating path is to make (transcoded, bridged, its share of a
+   * split), met at a request's head with nothing in flight: the connection goes
+   * there for good, the head and what followed it put back unread, and the app's
+   * idle connection is let go. Its call is counted there, once.
+   */
+  private handOver(head: Buffer, rest: Buffer): void {
+    this.phase = Phase.Closing;
+    this.client.off('data', this.onClientData);
+    this.client.off('close', this.onClientClose);
+    this.dropUpstream();
+    this.client.pause();
+    this.client.unshift(rest.length === 0 ? head : Buffer.concat([head, rest]));
+    this.terminate();
+  }
+
   /** A request head: its call starts, and the head goes on to the app. */
-  private begin(req: RequestHead): void {
+  private begin(req: RequestHead, headers: HeaderBag, found: ReturnType<typeof detectRequest>): void {
     const { ctx } = this;
-    const headers = bagOf(req.fields);
-    const { detected, bare, contentType } = detectRequest(req.method, req.target, headers, ctx.config.trpcPrefix);
+    const { detected, bare, contentType } = found;
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
     // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8).
     const upgrade = req.upgrade !== undefined && req.minor >= 1;

@@ -26,7 +26,7 @@ export class H1RelaySet {
   add(socket: net.Socket, conn: ConnectionRecord, closing: () => boolean, terminate: () => void): void {
     const { protocols, config } = this.ctx;
     const version = protocols.versionFor(config.upstream, false, '1.1');
-    if (version === '1.1') return this.relay(socket, conn, closing);
+    if (version === '1.1') return this.relay(socket, conn, closing, terminate);
     if (version === '2') return terminate();
     socket.pause();
     this.waiting.add(socket);
@@ -35,7 +35,7 @@ export class H1RelaySet {
       // The client left, or was answered and is closing (--request-headers-timeout), meanwhile.
       if (socket.destroyed || !socket.writable) return;
       try {
-        if (protocols.versionFor(config.upstream, false, '1.1') === '1.1') this.relay(socket, conn, closing);
+        if (protocols.versionFor(config.upstream, false, '1.1') === '1.1') this.relay(socket, conn, closing, terminate);
         else terminate();
       } catch (err) {
         // Past the listener's own guard: a fault here ends this connection only.
@@ -45,8 +45,12 @@ export class H1RelaySet {
     });
   }
 
-  private relay(socket: net.Socket, conn: ConnectionRecord, closing: () => boolean): void {
-    this.live.set(socket, new H1RelayConnection({ ctx: this.ctx, conn, client: socket, closing }));
+  private relay(socket: net.Socket, conn: ConnectionRecord, closing: () => boolean, terminate: () => void): void {
+    const handOver = (): void => {
+      this.live.delete(socket);
+      terminate();
+    };
+    this.live.set(socket, new H1RelayConnection({ ctx: this.ctx, conn, client: socket, closing, terminate: handOver }));
     socket.once('close', () => this.live.delete(socket));
   }
 

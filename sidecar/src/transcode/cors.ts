@@ -22,6 +22,11 @@ export class Cors {
   }
 
   /** The origin of the request when it is one answered with CORS headers. */
+  /** Whether any origin is allowed: preflights are answered here only then. */
+  get configured(): boolean {
+    return this.any || this.origins.size > 0;
+  }
+
   allowed(origin: string | string[] | undefined): string | undefined {
     if (typeof origin !== 'string') return undefined;
     return this.any || this.origins.has(origin) ? origin : undefined;

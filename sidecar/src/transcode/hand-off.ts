@@ -18,6 +18,7 @@ import { Shadow } from './shadow.ts';
 import { RehearsalSplit } from './rehearsal-split.ts';
 import type { TranscodeTable } from '../route/transcode-table.ts';
 import { TranscodeMetrics } from './transcode-metrics.ts';
+import type { Protocol } from '../protocol/vocabulary.ts';
 
 export class Translating implements TranslatingStage {
   readonly metrics = new TranscodeMetrics();
@@ -44,6 +45,17 @@ export class Translating implements TranslatingStage {
     if (this.take(ctx, arrived, () => h2Caller(stream, headers))) return true;
     this.shadow?.watch(arrived.call, arrived.method, arrived.path, headers as http.IncomingHttpHeaders);
     return false;
+  }
+
+  wouldTake(protocol: Protocol, method: string, path: string): boolean {
+    if (protocol === 'grpc_web') return this.grpcWeb;
+    if (protocol !== 'rest') return false;
+    if (method === 'OPTIONS') return this.cors.configured;
+    if (!this.table) return false;
+    const q = path.indexOf('?');
+    const matched = this.table.match(method, q < 0 ? path : path.slice(0, q));
+    if (!matched) return false;
+    return this.split?.names(matched.binding.rpc) === true || this.transcodeAll;
   }
 
   private take(ctx: ProxyContext, arrived: Inbound, makeCaller: () => Caller): boolean {

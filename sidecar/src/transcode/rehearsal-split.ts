@@ -16,6 +16,11 @@ export class RehearsalSplit {
   }
 
   /** Whether this call of `operation` is transcoded; undefined when the split does not name it. */
+  /** Whether --split names the operation (its calls' share is counted only by transcodes()). */
+  names(operation: string): boolean {
+    return this.percents.has(operation);
+  }
+
   transcodes(operation: string): boolean | undefined {
     const percent = this.percents.get(operation);
     if (percent === undefined) return undefined;

@@ -15,6 +15,7 @@ import type { UpstreamRetries } from './upstream-retries.ts';
 import type { Inbound } from '../call/inbound.ts';
 import type http from 'node:http';
 import type http2 from 'node:http2';
+import type { Protocol } from '../protocol/vocabulary.ts';
 
 /**
  * The settings the forwarders, the relay and the translating paths read, picked
@@ -70,4 +71,12 @@ export interface ProxyContext {
 export interface Translating {
   h1(ctx: ProxyContext, arrived: Inbound, req: http.IncomingMessage, res: http.ServerResponse): boolean;
   h2(ctx: ProxyContext, arrived: Inbound, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean;
+  /**
+   * Whether a call of this protocol, method and path (query and all) may be
+   * taken here, asked before it is a call and counting nothing: the HTTP/1.1
+   * relay, which cannot translate, hands such a call's connection to the
+   * terminating path. A call of an operation --split names answers true
+   * whichever side its share sends it to.
+   */
+  wouldTake(protocol: Protocol, method: string, path: string): boolean;
 }

@@ -33,10 +33,13 @@ describe('h1RelayApplies', () => {
     assert.equal(h1RelayApplies((tls as { config: Config }).config), false);
   });
 
-  it('keeps the terminating path where a call needs an upstream of its own', () => {
+  it('keeps the terminating path where every call needs one of its own upstream (outbound, the mirror)', () => {
     assert.equal(h1RelayApplies(config(...RELAY, '--mode', 'outbound')), false);
-    assert.equal(h1RelayApplies(config(...RELAY, '--grpc-upstream', 'http://127.0.0.1:9090')), false);
     assert.equal(h1RelayApplies(config(...RELAY, '--shadow', 'http://127.0.0.1:9091')), false);
-    assert.equal(h1RelayApplies(config(...RELAY, '--grpc-web-bridge')), false);
+  });
+
+  it('relays beside a translating path, which takes its calls per request (h1-relay-hand-over.test.ts)', () => {
+    assert.equal(h1RelayApplies(config(...RELAY, '--grpc-upstream', 'http://127.0.0.1:9090')), true);
+    assert.equal(h1RelayApplies(config(...RELAY, '--grpc-web-bridge')), true);
   });
 });
