@@ -101,16 +101,22 @@ async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<
 
 const allTests = ['sidecar/test', 'demo/test', 'test'].flatMap((d) => findTests(join(root, d))).sort();
 results.push(await step('node:test suites', () => nodeTests(allTests)));
-// Inbound HTTP/2 takes the frame relay by default; the suites that exercise the
-// data plane run once more on the terminating path (--data-plane terminate),
-// which users can choose and which outbound mode, transcoding and HTTP/1.1
-// upstreams always take.
-const TERMINATE_SUITES = [/^sidecar\/test\/proxy\//, /^test\/acceptance\//, /^test\/reliability\/(faults-|h2-abuse|grpc-bad-input|slow-clients|h1-)/];
+// Inbound HTTP/2 and HTTP/1.1 take their relays by default; the suites that
+// exercise the data plane run once more on the terminating path
+// (--data-plane terminate, --http1-data-plane terminate), which users can
+// choose and which outbound mode, translated calls and the mirror always take.
+const TERMINATE_SUITES = [
+  /^sidecar\/test\/proxy\//,
+  /^sidecar\/test\/listen\//,
+  /^sidecar\/test\/upstream\/h1-/,
+  /^test\/acceptance\//,
+  /^test\/reliability\/(faults-|h2-abuse|grpc-bad-input|slow-clients|h1-|backpressure|max-connections)/,
+];
 results.push(
   await step('node:test suites, terminating data plane', () =>
     nodeTests(
       allTests.filter((f) => TERMINATE_SUITES.some((re) => re.test(f))),
-      { RPCSCOPE_DATA_PLANE: 'terminate' },
+      { RPCSCOPE_DATA_PLANE: 'terminate', RPCSCOPE_HTTP1_DATA_PLANE: 'terminate' },
     ),
   ),
 );

@@ -13,11 +13,19 @@ function config(...args: string[]): Config {
 
 const RELAY = ['--http1-data-plane', 'relay', '--upstream-protocol', 'http1'];
 
+function loadRelay(env: NodeJS.ProcessEnv): Config {
+  const r = loadConfig(['--upstream', 'http://127.0.0.1:8080'], env);
+  assert.equal(r.kind, 'run');
+  return (r as { config: Config }).config;
+}
+
 describe('h1RelayApplies', () => {
-  it('keeps the terminating path by default', () => {
-    assert.equal(config().http1DataPlane, 'terminate');
-    assert.equal(h1RelayApplies(config()), false);
-    assert.equal(h1RelayApplies(config('--upstream-protocol', 'http1')), false);
+  it('relays by default, and terminates with --http1-data-plane terminate', () => {
+    assert.equal(config().http1DataPlane, 'relay');
+    assert.equal(h1RelayApplies(config()), true);
+    assert.equal(h1RelayApplies(config('--upstream-protocol', 'http1')), true);
+    assert.equal(h1RelayApplies(config('--http1-data-plane', 'terminate')), false);
+    assert.equal(h1RelayApplies(loadRelay({ RPCSCOPE_HTTP1_DATA_PLANE: 'terminate' })), false, 'from the environment, as a pod spec sets it');
   });
 
   it('relays with --http1-data-plane relay toward a plain HTTP/1.1 upstream', () => {
