@@ -135,7 +135,18 @@ export class H1RelayConnection {
   private clientBlocked = false;
   /** After a 101: the two sockets joined, no longer read here. */
   private tunnel: H1Tunnel | undefined;
-  private readonly onClientData = (chunk: Buffer): void => this.guard(() => this.fromClient(chunk, 0));
+  /**
+   * What one read of a socket makes the relay write to the other side (a head
+   * and the body bytes behind it, a request and the one pipelined after it) goes
+   * in one write: the socket is corked for the read's processing. A write per
+   * piece was a syscall per piece, about half the relay's CPU on REST calls.
+   */
+  private readonly onClientData = (chunk: Buffer): void => {
+    const up = this.up;
+    up?.cork();
+    this.guard(() => this.fromClient(chunk, 0));
+    up?.uncork();
+  };
   private readonly onClientClose = (): void => this.guard(() => this.clientClosed());
 
   constructor({ ctx, conn, client, closing, terminate }: H1RelayOptions) {
@@ -296,7 +307,12 @@ export class H1RelayConnection {
     this.resHead = new HeadReader(MAX_HEAD_BYTES);
     this.upError = undefined;
     this.upBlocked = false;
-    up.on('data', (chunk: Buffer) => this.guard(() => this.fromUpstream(up, chunk)));
+    up.on('data', (chunk: Buffer) => {
+      const { client } = this;
+      client.cork();
+      this.guard(() => this.fromUpstream(up, chunk));
+      client.uncork();
+    });
     // The app closed its side (RFC 9112 §9.6): with nothing in flight, the next request connects anew.
     up.once('end', () => this.guard(() => {
       if (this.up === up && !this.ex) this.dropUpstream();
