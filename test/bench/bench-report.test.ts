@@ -69,7 +69,8 @@ test('the tables name Node rows by version and show a dash for what was not meas
   );
   assert.equal(table[4], '| direct | 1000 | – | – | – | – | – | – | – | – | 500 | 0 | – | 0 |');
   assert.equal(table[6], '| rpcscope relay (Node 24) | 1000 | 10.0 | 0.20× | 20.0 | 0.20× | 40.0 | 0.20× | 5.0 | 0.20× | 550 | 50 | 0.50× | 0 |');
-  assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | 0 |');
+  assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | – | 0 |');
+  assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, h1PeakMiB: 21.2, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | 21 | 0 |');
 });
 
 test('parseH2load reads the rate, the outcome and the latency percentiles of its log', () => {

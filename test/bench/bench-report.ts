@@ -141,15 +141,17 @@ export interface RssRow {
   idleMiB: number;
   /** The highest resident memory after 1,000 streams were open at once, MiB. */
   peakMiB: number;
+  /** The highest resident memory of a fresh start after 1,000 HTTP/1.1 connections carried calls at once, MiB. */
+  h1PeakMiB?: number;
   failed: number;
 }
 
 export function rssTable(streams: number, rows: readonly RssRow[]): string {
   return [
-    `#### Memory: idle, and peak with ${streams} concurrent server streams`,
+    `#### Memory: idle, peak with ${streams} concurrent server streams, and peak with ${streams} HTTP/1.1 connections carrying calls at once`,
     '',
-    '| | idle RSS MiB | peak RSS MiB | failed |',
-    '|---|---|---|---|',
-    ...rows.map((r) => `| ${rowName(r.target, r.node)} | ${f0(r.idleMiB)} | ${f0(r.peakMiB)} | ${r.failed} |`),
+    `| | idle RSS MiB | peak RSS MiB, ${streams} streams | peak RSS MiB, ${streams} HTTP/1.1 calls | failed |`,
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${rowName(r.target, r.node)} | ${f0(r.idleMiB)} | ${f0(r.peakMiB)} | ${r.h1PeakMiB === undefined ? '–' : f0(r.h1PeakMiB)} | ${r.failed} |`),
   ].join('\n');
 }

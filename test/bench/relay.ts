@@ -13,7 +13,8 @@
 // median latency less the direct one is the latency the proxy adds. Then, with
 // strace installed, the proxy's system calls per call over a run of the spread
 // shape (strace -c -f, every thread). Then each proxy fresh: idle RSS,
-// and peak RSS with 1,000 server streams open at once. Prints Markdown tables
+// and peak RSS with 1,000 server streams open at once, and (fresh again) with
+// 1,000 HTTP/1.1 keep-alive connections carrying REST calls at once. Prints Markdown tables
 // and writes JSON and Markdown under test/bench/results/. Figures to compare,
 // not assertions.
 //
@@ -227,13 +228,37 @@ async function measureMemory(): Promise<void> {
       await checkpoint();
       const idleMiB = rssMiB(t.pid!);
       const load = h2load(t.url + stream.path, ['-c', String(CONCURRENT_STREAMS / 100), '-m', '100'], stream.request, QUICK ? CONCURRENT_STREAMS : 2 * CONCURRENT_STREAMS, LOAD_CORE);
-      rss.push({ target: p.name, node: p.node ?? '', idleMiB, peakMiB: peakRssMiB(t.pid!), failed: load.failed });
+      const row: RssRow = { target: p.name, node: p.node ?? '', idleMiB, peakMiB: peakRssMiB(t.pid!), failed: load.failed };
+      rss.push(row);
+      await t.stop();
+      row.h1PeakMiB = await h1Peak(p, row);
     } catch (err) {
       if (err instanceof Interrupted) throw err;
       errors.push(`memory, ${p.name}: ${(err as Error).message.split('\n')[0]}`);
     } finally {
       await t.stop();
     }
+  }
+}
+
+/**
+ * The proxy fresh once more: its peak RSS with CONCURRENT_STREAMS HTTP/1.1
+ * keep-alive connections at once, each carrying REST GETs of the order one at a
+ * time (5 each), to the static nginx. Undefined where the proxy takes no HTTP/1.1.
+ */
+async function h1Peak(p: Peer, row: RssRow): Promise<number | undefined> {
+  const rest = allWorkloads.find((w) => w.id === 'rest-order-h1')!;
+  if (!h1) return undefined;
+  await checkpoint();
+  const t = await started(p, routeOf(rest));
+  if (!t) return undefined;
+  try {
+    await new Promise((r) => setTimeout(r, 1000));
+    const load = h2load(t.url + rest.path, ['-c', String(CONCURRENT_STREAMS), '-m', '1'], rest.request, 5 * CONCURRENT_STREAMS, LOAD_CORE);
+    row.failed += load.failed;
+    return peakRssMiB(t.pid!);
+  } finally {
+    await t.stop();
   }
 }
 
