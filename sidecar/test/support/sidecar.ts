@@ -87,12 +87,13 @@ export interface TestSidecar {
 }
 
 /**
- * RPCSCOPE_DATA_PLANE from the test's own environment, as the binary would read
- * it: `RPCSCOPE_DATA_PLANE=relay node --test ...` runs these tests on the relay.
+ * RPCSCOPE_DATA_PLANE and RPCSCOPE_HTTP1_DATA_PLANE from the test's own environment, as the binary would read
+ * them: `RPCSCOPE_DATA_PLANE=relay node --test ...` runs these tests on the relay (RPCSCOPE_HTTP1_DATA_PLANE: the HTTP/1.1 relay).
  */
 function dataPlaneEnv(): NodeJS.ProcessEnv {
-  const plane = process.env.RPCSCOPE_DATA_PLANE;
-  return plane === undefined ? {} : { RPCSCOPE_DATA_PLANE: plane };
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of ['RPCSCOPE_DATA_PLANE', 'RPCSCOPE_HTTP1_DATA_PLANE']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return env;
 }
 
 export async function startTestSidecar(upstreamUrl: string, extraArgs: string[] = []): Promise<TestSidecar> {
