@@ -96,7 +96,8 @@ function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): Prox
 // translating paths see these, never the whole Config.
 function dataPlaneSettings(config: Config): DataPlaneSettings {
   const { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines } = config;
-  return { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines };
+  const h1Limits = { maxConnections: config.upstreamMaxConnections, maxConnecting: config.upstreamMaxConnecting, maxPending: config.upstreamMaxPending };
+  return { mode, upstream, grpcUpstream, connectTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, trpcPrefix, enforceDeadlines, h1Limits };
 }
 
 // ── relay | terminate ───────────────────────────────────────────────────────

@@ -16,7 +16,17 @@
 // past its hand-shake may be the new protocol's bytes, never to be read as
 // requests (test/reliability/h1-smuggling.test.ts).
 //
+// The app's connections are bounded as on the terminating path: each one holds
+// a slot at the gate (--upstream-max-connections, --upstream-max-connecting,
+// h1-relay-upstream.ts); a request that finds none free waits, its client not
+// read meanwhile, in the order it came; past --upstream-max-pending it is answered 503
+// and counted. A connection idle between its client's requests is handed to the
+// first call waiting, and one whose client leaves goes to a call waiting, or closes.
+//
 // Not (yet) done here, and what happens instead:
+// - The gate is the relay's own: HTTP/2 callers translated to an HTTP/1.1 app
+//   (the terminating path's agents) are bounded apart, so the app may see up to
+//   twice --upstream-max-connections when both kinds of caller come.
 // - Expect: 100-continue passes on; the app's 100 is passed back. An app that
 //   answers before the body came ends the connection after its answer.
 // - A response read until close (no length, not chunked) is relayed, and the
@@ -47,9 +57,9 @@ import type { Protocol } from '../protocol/vocabulary.ts';
 import { localReply, upstreamLostEnding, type LocalCode } from '../protocol/local-reply.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
-import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
-import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
+import { queueFull, type EndpointGate } from '../upstream/endpoint-gate.ts';
+import { H1RelayUpstream, type H1UpstreamOwner } from './h1-relay-upstream.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
 import { bagOf, passHead, startsAsHttp1, type HeaderBag } from './relay-heads.ts';
@@ -80,8 +90,8 @@ interface Exchange {
   readonly req: RequestHead;
   readonly detected: Detected;
   readonly contentType: string | undefined;
-  /** Whether the upstream connection counts it among its calls. */
-  counted: boolean;
+  /** The upstream connection that counts it among its calls, once it is up. */
+  countedOn: ConnectionRecord | undefined;
   /** A final response head was written to the client (by the app or the relay). */
   answered: boolean;
   /** The response's body is being passed on. */
@@ -103,6 +113,8 @@ export interface H1RelayOptions {
   readonly ctx: ProxyContext;
   readonly conn: ConnectionRecord;
   readonly client: net.Socket;
+  /** The upstream endpoint's gate (--upstream-max-connections and the rest), shared by the listener's relayed connections. */
+  readonly gate: EndpointGate<H1RelayUpstream>;
   /** Draining, or past --max-connection-age: the client is asked to close after its response. */
   readonly closing: () => boolean;
   /**
@@ -127,8 +139,10 @@ export class H1RelayConnection {
   /** Client bytes past the request in flight, read once its response is done (pipelining). */
   private held: Buffer | undefined;
   private ex: Exchange | undefined;
-  private up: net.Socket | undefined;
-  private upRecord: ConnectionRecord | undefined;
+  private up: H1RelayUpstream | undefined;
+  /** Waiting at the gate for an upstream connection: the request's bytes so far, and how to leave the queue. */
+  private queued: { readonly bytes: Buffer[]; cancelled: boolean } | undefined;
+  private readonly gate: EndpointGate<H1RelayUpstream>;
   private upError: (Error & { code?: string }) | undefined;
   /** A write toward the app (or the client) waits for 'drain': the other side is not read meanwhile. */
   private upBlocked = false;
@@ -142,15 +156,43 @@ export class H1RelayConnection {
    * piece was a syscall per piece, about half the relay's CPU on REST calls.
    */
   private readonly onClientData = (chunk: Buffer): void => {
-    const up = this.up;
+    const up = this.up?.socket;
     up?.cork();
     this.guard(() => this.fromClient(chunk, 0));
     up?.uncork();
   };
   private readonly onClientClose = (): void => this.guard(() => this.clientClosed());
 
-  constructor({ ctx, conn, client, closing, terminate }: H1RelayOptions) {
+  /** What this connection hears of the upstream connection it holds. */
+  private readonly owner: H1UpstreamOwner = {
+    opened: (up) => this.guard(() => this.upstreamOpened(up)),
+    data: (up, chunk) => {
+      const { client } = this;
+      client.cork();
+      this.guard(() => this.fromUpstream(up, chunk));
+      client.uncork();
+    },
+    // The app closed its side (RFC 9112 §9.6), or the connection was idle too long: with nothing in flight, the next request connects anew.
+    ended: (up) => this.guard(() => this.idleUpstreamGone(up)),
+    idle: (up) => this.guard(() => this.idleUpstreamGone(up)),
+    error: (up, err) => {
+      if (this.up === up) this.upError = err;
+    },
+    closed: (up) => this.guard(() => {
+      if (this.up === up) this.upstreamClosed();
+    }),
+  };
+  /** Gives the idle upstream connection up to a call waiting at the gate. */
+  private readonly giveUp = (): H1RelayUpstream | undefined => {
+    const up = this.up;
+    if (!up || this.ex || !up.reusable) return undefined;
+    this.detachUpstream();
+    return up;
+  };
+
+  constructor({ ctx, conn, client, gate, closing, terminate }: H1RelayOptions) {
     this.ctx = ctx;
+    this.gate = gate;
     this.conn = conn;
     this.client = client;
     this.closing = closing;
@@ -176,7 +218,7 @@ export class H1RelayConnection {
 
   destroy(): void {
     this.client.destroy();
-    this.up?.destroy();
+    this.dropUpstream();
     this.tunnel?.destroy();
   }
 
@@ -187,7 +229,7 @@ export class H1RelayConnection {
     } catch (err) {
       this.ctx.faults.internalError('relay', err);
       this.client.destroy();
-      this.up?.destroy();
+      this.dropUpstream();
     }
   }
 
@@ -239,13 +281,13 @@ export class H1RelayConnection {
    * A call the terminating path is to make (transcoded, bridged, its share of a
    * split), met at a request's head with nothing in flight: the connection goes
    * there for good, the head and what followed it put back unread, and the app's
-   * idle connection is let go. Its call is counted there, once.
+   * idle connection is let go (to a call waiting at the gate, if one is). Its call is counted there, once.
    */
   private handOver(head: Buffer, rest: Buffer): void {
     this.phase = Phase.Closing;
     this.client.off('data', this.onClientData);
     this.client.off('close', this.onClientClose);
-    this.dropUpstream();
+    this.letGoUpstream();
     this.client.pause();
     this.client.unshift(rest.length === 0 ? head : Buffer.concat([head, rest]));
     this.terminate();
@@ -258,19 +300,20 @@ export class H1RelayConnection {
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
     // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8).
     const upgrade = req.upgrade !== undefined && req.minor >= 1;
-    const ex: Exchange = { call, req, detected, contentType, counted: false, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined, upgrade };
+    const ex: Exchange = { call, req, detected, contentType, countedOn: undefined, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined, upgrade };
     this.ex = ex;
     this.phase = Phase.Body;
     this.reqBody.begin(req.framing);
+    this.gate.busy(this.giveUp);
     // A connection kept from an earlier exchange, which the app may be closing as this request goes.
     const reused = this.up !== undefined;
-    this.upstream();
     call.sent(ctx.config.upstream.authority);
-    if (this.upRecord?.openTime) this.count(ex);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
     const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
     const head = passHead(req, extra, { drop: call.traceparent ? 'traceparent' : undefined, keepUpgrade: upgrade });
     if (reused) ex.copy = RequestCopy.of(req.method, head);
+    if (!this.upstream(ex)) return;
+    if (this.up?.record.openTime && !ex.countedOn) this.count(ex);
     this.toUpstream(head);
     call.enforceDeadline(() => this.guard(() => this.expire(ex)));
     if (this.reqBody.done) this.requestRead();
@@ -286,63 +329,80 @@ export class H1RelayConnection {
     this.syncClient();
   }
 
-  /** The upstream connection, made at the first request and again after the app closed it. */
-  private upstream(): net.Socket {
-    if (this.up) return this.up;
-    const { ctx } = this;
-    const target = ctx.config.upstream;
-    const record: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
-    const up = connectUpstream(target, undefined, ctx.config.connectTimeoutMs, () => this.guard(() => {
-      record.openTime = now();
-      ctx.observer.connectionOpened(record);
-      const ex = this.ex;
-      // The call reached the upstream only once its connection was up.
-      if (ex && !ex.counted) {
-        ex.call.record.upstreamStartTime = record.openTime;
-        this.count(ex);
-      }
-    }));
+  /**
+   * The upstream connection the exchange goes on: the one kept from the last
+   * exchange, or one the gate gives, at once or after the calls waiting before
+   * it (the request's bytes are held and the client is not read meanwhile).
+   * False when the queue is full: the call is answered UNAVAILABLE (503).
+   */
+  private upstream(ex: Exchange): boolean {
+    if (this.up || this.queued) return true;
+    const queued = { bytes: [] as Buffer[], cancelled: false };
+    this.queued = queued;
+    const admitted = this.gate.admit({
+      get cancelled() {
+        return queued.cancelled;
+      },
+      start: (given) => this.guard(() => {
+        if (this.queued !== queued) return;
+        this.queued = undefined;
+        this.attachUpstream(given ?? new H1RelayUpstream(this.ctx, this.gate, this.owner));
+        // A connection handed over idle is up: the call, which waited for it, reaches the app now.
+        if (given && this.ex && !this.ex.countedOn) {
+          this.ex.call.record.upstreamStartTime = now();
+          this.count(this.ex);
+        }
+        for (const bytes of queued.bytes) this.toUpstream(bytes);
+        this.syncClient();
+      }),
+      // The gate fails a waiting call only when its endpoint leaves, which the inbound relay's one upstream does not.
+      fail: (err) => this.guard(() => {
+        if (this.queued !== queued || this.ex !== ex) return;
+        this.queued = undefined;
+        this.upstreamFailed(ex, err);
+      }),
+    });
+    if (admitted) {
+      this.syncClient();
+      return true;
+    }
+    this.queued = undefined;
+    this.ctx.faults.upstreamQueueFull();
+    ex.call.record.upstreamBusy = true;
+    this.reply(ex, GrpcCode.UNAVAILABLE, queueFull(this.ctx.config.upstream.authority, this.ctx.config.h1Limits).message);
+    return false;
+  }
+
+  private attachUpstream(up: H1RelayUpstream): void {
+    up.owner = this.owner;
     this.up = up;
-    this.upRecord = record;
     this.resHead = new HeadReader(MAX_HEAD_BYTES);
     this.upError = undefined;
     this.upBlocked = false;
-    up.on('data', (chunk: Buffer) => {
-      const { client } = this;
-      client.cork();
-      this.guard(() => this.fromUpstream(up, chunk));
-      client.uncork();
-    });
-    // The app closed its side (RFC 9112 §9.6): with nothing in flight, the next request connects anew.
-    up.once('end', () => this.guard(() => {
-      if (this.up === up && !this.ex) this.dropUpstream();
-    }));
-    // Idle past the terminating path's limit: closed before the app's own keep-alive timeout can race a request.
-    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => this.guard(() => {
-      if (this.up === up && !this.ex) this.dropUpstream();
-    }));
-    up.on('error', (err: Error & { code?: string }) => {
-      // One warn line per unreachable upstream, whichever path failed to connect.
-      if (!record.openTime) ctx.connectFailures.report(target.authority, err);
-      if (this.up === up) this.upError = err;
-    });
-    up.once('close', () => this.guard(() => {
-      if (record.openTime) {
-        record.closeTime = now();
-        ctx.observer.connectionClosed(record);
-      }
-      if (this.up === up) this.upstreamClosed();
-    }));
-    return up;
+    up.socket.resume();
+  }
+
+  /** The connection came up: the call waiting for it reached the upstream only now. */
+  private upstreamOpened(up: H1RelayUpstream): void {
+    const ex = this.ex;
+    if (this.up !== up || !ex || ex.countedOn) return;
+    ex.call.record.upstreamStartTime = up.record.openTime;
+    this.count(ex);
+  }
+
+  /** The app closed an idle connection, or it was idle too long: let go, and the next request connects anew. */
+  private idleUpstreamGone(up: H1RelayUpstream): void {
+    if (this.up === up && !this.ex) this.dropUpstream();
   }
 
   private count(ex: Exchange): void {
-    ex.counted = true;
-    this.upRecord!.calls++;
-    this.upRecord!.active++;
+    const record = this.up!.record;
+    ex.countedOn = record;
+    record.calls++;
+    record.active++;
   }
 
-  private fromUpstream(up: net.Socket, chunk: Buffer): void {
+  private fromUpstream(up: H1RelayUpstream, chunk: Buffer): void {
     if (this.up !== up) return;
     const ex = this.ex;
     // A byte of an answer came: the request was read, and is not sent again.
@@ -400,12 +460,14 @@ export class H1RelayConnection {
    * The app switched protocols: its 101 goes back with Connection and Upgrade, and
    * the sockets are joined (h1-tunnel.ts), each side's bytes read past its head first.
    */
-  private switchProtocols(ex: Exchange, up: net.Socket, res: ResponseHead, rest: Buffer): void {
+  private switchProtocols(ex: Exchange, relayUp: H1RelayUpstream, res: ResponseHead, rest: Buffer): void {
     const { call } = ex;
     call.record.upstreamHeadersTime = now();
     call.tap.responseHeaders(101, bagOf(res.fields));
     this.ex = undefined;
-    this.up = undefined;
+    this.detachUpstream();
+    // The tunnel holds the connection, and its slot, until it closes.
+    const up = relayUp.socket;
     // A tunnel may be quiet for long; the relay's idle close is for connections between requests.
     up.setTimeout(0);
     this.phase = Phase.Closing;
@@ -413,9 +475,8 @@ export class H1RelayConnection {
     const toUpstream = this.held;
     this.held = undefined;
     this.client.write(passHead(res, '', { keepUpgrade: true }));
-    const upRecord = this.upRecord!;
     this.tunnel = new H1Tunnel({ client: this.client, up, toUpstream, toClient: rest }, call, () => {
-      if (ex.counted) upRecord.active--;
+      if (ex.countedOn) ex.countedOn.active--;
     });
   }
 
@@ -433,11 +494,13 @@ export class H1RelayConnection {
   private responseDone(ex: Exchange): void {
     ex.call.record.upstreamEndTime = now();
     this.endExchange(ex);
-    if (!ex.upstreamKeeps) this.dropUpstream();
     // A response that came before its request's body was read whole leaves the connection unreadable.
+    if (!ex.upstreamKeeps || this.phase !== Phase.Waiting) this.dropUpstream();
     // Draining since the head went: the client, told nothing, is closed between responses.
     if (this.phase !== Phase.Waiting || !ex.clientKeeps || this.closing()) return this.closeClient();
     this.phase = Phase.Head;
+    // Idle until the client's next request: a call waiting at the gate may have the connection meanwhile.
+    if (this.up) this.gate.idle(this.giveUp);
     const held = this.held;
     this.held = undefined;
     this.syncClient();
@@ -447,14 +510,13 @@ export class H1RelayConnection {
   private endExchange(ex: Exchange, reset?: { side: 'client' | 'upstream' | 'proxy'; code: number }): void {
     this.ex = undefined;
     ex.inBody = false;
-    if (ex.counted) this.upRecord!.active--;
+    if (ex.countedOn) ex.countedOn.active--;
     ex.call.end(reset);
   }
 
   /** The app's connection closed: between exchanges the next request connects again. */
   private upstreamClosed(): void {
-    this.up = undefined;
-    this.upBlocked = false;
+    this.detachUpstream();
     this.syncClient();
     const ex = this.ex;
     if (!ex) return;
@@ -495,12 +557,12 @@ export class H1RelayConnection {
    */
   private retry(ex: Exchange, copy: RequestCopy): void {
     ex.copy = undefined;
-    if (ex.counted) {
-      ex.counted = false;
-      this.upRecord!.active--;
+    if (ex.countedOn) {
+      ex.countedOn.active--;
+      ex.countedOn = undefined;
     }
     this.ctx.retries.retried('connection_closed');
-    this.upstream();
+    if (!this.upstream(ex)) return;
     for (const part of copy.take()) this.toUpstream(part);
   }
 
@@ -515,7 +577,7 @@ export class H1RelayConnection {
       this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
       return void this.client.destroy();
     }
-    const opened = ex.counted;
+    const opened = ex.countedOn !== undefined;
     const target = this.ctx.config.upstream;
     if (!opened) ex.call.record.upstreamUnreachable = true;
     // Connected, then closed without an answer: perhaps no longer the server it was.
@@ -590,7 +652,7 @@ export class H1RelayConnection {
   private closeClient(): void {
     this.phase = Phase.Closing;
     this.held = undefined;
-    this.dropUpstream();
+    this.letGoUpstream();
     this.client.end();
     // What the client still sends is read and dropped: closing on unread bytes would reset the connection.
     this.client.resume();
@@ -600,26 +662,48 @@ export class H1RelayConnection {
   private clientClosed(): void {
     this.phase = Phase.Closing;
     const ex = this.ex;
-    this.dropUpstream();
+    if (ex) this.dropUpstream();
+    else this.letGoUpstream();
     if (ex) this.endExchange(ex, { side: 'client', code: CONNECTION_CLOSED });
   }
 
-  /** Lets go of the app's connection: the next request, if any, connects anew. */
+  /** Closes the app's connection (or leaves the gate's queue): the next request, if any, connects anew. */
   private dropUpstream(): void {
-    const up = this.up;
-    this.up = undefined;
-    this.upBlocked = false;
-    up?.destroy();
+    if (this.queued) this.queued.cancelled = true;
+    this.queued = undefined;
+    const up = this.detachUpstream();
+    up?.socket.destroy();
     if (up) this.syncClient();
   }
 
-  private toUpstream(bytes: Buffer): void {
+  /** This client is done with the app's connection: a call waiting at the gate has it if it can carry another request, else it closes. */
+  private letGoUpstream(): void {
     const up = this.up;
+    if (up && !this.ex && up.reusable && this.gate.pass(up)) {
+      this.detachUpstream();
+      return;
+    }
+    this.dropUpstream();
+  }
+
+  /** No longer this connection's: not listened to, nor offered to the gate, from here. */
+  private detachUpstream(): H1RelayUpstream | undefined {
+    const up = this.up;
+    this.gate.busy(this.giveUp);
+    this.up = undefined;
+    this.upBlocked = false;
+    if (up?.owner === this.owner) up.owner = undefined;
+    return up;
+  }
+
+  private toUpstream(bytes: Buffer): void {
+    if (this.queued) return void this.queued.bytes.push(bytes);
+    const up = this.up?.socket;
     if (!up || up.write(bytes) || this.upBlocked) return;
     this.upBlocked = true;
     this.syncClient();
     up.once('drain', () => {
-      if (this.up !== up) return;
+      if (this.up?.socket !== up) return;
       this.upBlocked = false;
       this.syncClient();
     });
@@ -629,17 +713,17 @@ export class H1RelayConnection {
     const { client } = this;
     if (client.destroyed || client.write(bytes) || this.clientBlocked) return;
     this.clientBlocked = true;
-    this.up?.pause();
+    this.up?.socket.pause();
     client.once('drain', () => {
       this.clientBlocked = false;
-      this.up?.resume();
+      this.up?.socket.resume();
     });
   }
 
   /** The client is read while a request is being read and the app takes what it is sent. */
   private syncClient(): void {
     if (this.phase === Phase.Closing) return;
-    if (this.phase === Phase.Waiting || this.upBlocked) this.client.pause();
+    if (this.phase === Phase.Waiting || this.upBlocked || this.queued) this.client.pause();
     else this.client.resume();
   }
 }

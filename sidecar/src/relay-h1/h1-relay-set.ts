@@ -4,14 +4,20 @@
 import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
 import type { ProxyContext } from '../upstream/context.ts';
+import { EndpointGate } from '../upstream/endpoint-gate.ts';
 import { H1RelayConnection } from './h1-relay-connection.ts';
+import type { H1RelayUpstream } from './h1-relay-upstream.ts';
 
 export class H1RelaySet {
   private readonly live = new Map<net.Socket, H1RelayConnection>();
   /** Connections held (paused) while the app's HTTP version is learned. */
   private readonly waiting = new Set<net.Socket>();
+  /** The app's gate: its connections, those being made, and the calls waiting for one, across the listener's relayed connections. */
+  private readonly gate: EndpointGate<H1RelayUpstream>;
 
-  constructor(private readonly ctx: ProxyContext) {}
+  constructor(private readonly ctx: ProxyContext) {
+    this.gate = new EndpointGate(ctx.config.h1Limits);
+  }
 
   /**
    * Relays `socket` (its first bytes put back, paused) when the app speaks
@@ -50,7 +56,7 @@ export class H1RelaySet {
       this.live.delete(socket);
       terminate();
     };
-    this.live.set(socket, new H1RelayConnection({ ctx: this.ctx, conn, client: socket, closing, terminate: handOver }));
+    this.live.set(socket, new H1RelayConnection({ ctx: this.ctx, conn, client: socket, gate: this.gate, closing, terminate: handOver }));
     socket.once('close', () => this.live.delete(socket));
   }
 

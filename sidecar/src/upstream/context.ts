@@ -8,6 +8,7 @@ import type { CallTracing } from '../call/call-tracing.ts';
 import type { Faults } from '../call/faults.ts';
 import type { Observer } from '../call/observer.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
+import type { GateLimits } from './endpoint-gate.ts';
 import type { H1AgentPool } from './h1-agent-pool.ts';
 import type { H2SessionPool } from './h2-session-pool.ts';
 import type { UpstreamProtocols } from './upstream-protocol.ts';
@@ -31,6 +32,8 @@ export interface DataPlaneSettings {
   readonly keepaliveTimeoutMs: number;
   readonly trpcPrefix: string;
   readonly enforceDeadlines: boolean;
+  /** --upstream-max-connections, --upstream-max-connecting and --upstream-max-pending, per HTTP/1.1 endpoint. */
+  readonly h1Limits: GateLimits;
 }
 
 export interface ProxyContext {

@@ -1,7 +1,7 @@
 // HTTP/1.1 keep-alive agents toward upstreams, one per upstream address, with
 // each socket they open reported as an upstream connection.
 //
-// Each endpoint's calls pass a gate before their request is made (request()),
+// Each endpoint's calls pass a gate (endpoint-gate.ts) before their request is made (request()),
 // as Envoy's circuit breakers (max_connections 1024, max_pending_requests 1024)
 // and undici's `connections` limit do: a call starts at once on a free keep-alive socket, or on a new
 // connection while fewer than --upstream-max-connecting are being made and fewer
@@ -19,19 +19,14 @@ import type { ConnectionRecord, Observer } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import type { ConnectFailureLog } from './connect-failure-log.ts';
 import { nodeHttps } from '../builtins.ts';
-import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
+import { connectTimeout } from '../core/errors.ts';
+import { EndpointGate, queueFull, type GateLimits, type Waiting } from './endpoint-gate.ts';
 import type { H1Liveness } from './h1-liveness.ts';
 
 /** The upstream connection record of each socket the agents open, kept beside the socket rather than on it. */
 const upstreamConnections = new WeakMap<Socket, ConnectionRecord>();
 
-export interface H1Limits {
-  /** Calls in flight (one per connection) per endpoint, --upstream-max-connections. */
-  maxConnections: number;
-  /** Connections being made at once per endpoint, --upstream-max-connecting. */
-  maxConnecting: number;
-  /** Calls waiting for a connection per endpoint, --upstream-max-pending. */
-  maxPending: number;
+export interface H1Limits extends GateLimits {
   /** A call found the queue full. */
   onQueueFull: () => void;
   /** Endpoints silent with calls waiting are looked into (outbound: pods on other nodes can vanish). */
@@ -39,11 +34,6 @@ export interface H1Limits {
 }
 
 const DEFAULT_LIMITS: H1Limits = { maxConnections: 1024, maxConnecting: 128, maxPending: 1024, onQueueFull: () => {} };
-
-/** The error a call past the queue fails with; the forwarder answers it UNAVAILABLE (503), and the endpoint stays in rotation. */
-function queueFull(authority: string, limits: H1Limits): RpcscopeError {
-  return new RpcscopeError(ErrorCode.QUEUE_FULL, `${limits.maxConnections} connections to ${authority} busy and ${limits.maxPending} calls waiting (--upstream-max-pending)`);
-}
 
 /** A call to an endpoint, waiting at its gate or sent. */
 export interface H1Call {
@@ -58,86 +48,10 @@ export interface H1CallHandlers {
   failed(err: Error): void;
 }
 
-/** A call at the gate: started when admitted, or failed. */
-interface Waiting {
-  readonly cancelled: boolean;
-  start(): void;
-  fail(err: Error): void;
-}
-
-/** One endpoint's gate: calls in flight, connections being made, and the calls waiting, in order. */
-class EndpointGate {
-  inFlight = 0;
-  connecting = 0;
-  private readonly waiting: Waiting[] = [];
-  private head = 0;
-
-  constructor(private readonly agent: http.Agent, private readonly limits: H1Limits) {}
-
-  /** Whether a call may go to the agent now: to a free socket, or to a new connection. */
-  private canStart(): boolean {
-    if (this.inFlight >= this.limits.maxConnections) return false;
-    if (this.connecting < this.limits.maxConnecting) return true;
-    // Documented as read-only: keep-alive sockets waiting for a request.
-    for (const name in this.agent.freeSockets) if ((this.agent.freeSockets[name]?.length ?? 0) > 0) return true;
-    return false;
-  }
-
-  /** Whether a call may start now: nobody waits before it, and a socket is free or may be made. */
-  free(): boolean {
-    return this.head === this.waiting.length && this.canStart();
-  }
-
-  /** Starts the call now, queues it, or (queue full) returns false. */
-  admit(call: Waiting): boolean {
-    if (this.head === this.waiting.length && this.canStart()) {
-      call.start();
-      return true;
-    }
-    if (this.waiting.length - this.head >= this.limits.maxPending) {
-      // Calls whose callers went away hold no place: they are let go before anyone is refused.
-      const live = this.waiting.filter((w, i) => i >= this.head && !w.cancelled);
-      this.waiting.length = 0;
-      this.head = 0;
-      this.waiting.push(...live);
-      if (live.length >= this.limits.maxPending) return false;
-    }
-    this.waiting.push(call);
-    return true;
-  }
-
-  /** The endpoint is gone: the calls still waiting fail (UNAVAILABLE) rather than wait for a socket that will not come. */
-  abandon(authority: string): void {
-    const left = this.waiting.slice(this.head);
-    this.waiting.length = 0;
-    this.head = 0;
-    for (const w of left) if (!w.cancelled) w.fail(new Error(`upstream endpoint ${authority} left before a connection was free`));
-  }
-
-  /** A socket came free, a connection was made or failed, or a call ended: start whoever waits and now can. */
-  drain(): void {
-    while (this.head < this.waiting.length) {
-      const next = this.waiting[this.head]!;
-      // A call whose caller went away while it waited is dropped, never started.
-      if (!next.cancelled && !this.canStart()) break;
-      this.waiting[this.head++] = undefined as never;
-      if (next.cancelled) continue;
-      // Started from a socket's or the agent's event: a request Node refuses (a header it
-      // will not write) fails that call, not the event's emitter.
-      try {
-        next.start();
-      } catch (err) {
-        next.fail(err as Error);
-      }
-    }
-    if (this.head === this.waiting.length) {
-      this.waiting.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.waiting.length) {
-      this.waiting.splice(0, this.head);
-      this.head = 0;
-    }
-  }
+/** Whether the agent holds a keep-alive socket waiting for a request (documented as read-only). */
+function hasFreeSocket(agent: http.Agent): boolean {
+  for (const name in agent.freeSockets) if ((agent.freeSockets[name]?.length ?? 0) > 0) return true;
+  return false;
 }
 
 /**
@@ -149,7 +63,7 @@ export const IDLE_UPSTREAM_SOCKET_MS = 4000;
 
 export class H1AgentPool {
   private readonly agents = new Map<string, http.Agent>();
-  private readonly gates = new Map<string, EndpointGate>();
+  private readonly gates = new Map<string, EndpointGate<never>>();
   private readonly ca: Buffer | undefined;
 
   constructor(
@@ -176,7 +90,7 @@ export class H1AgentPool {
     if (gate.free()) return this.start(target, options, agent, gate, handlers);
     let cancelled = false;
     let req: http.ClientRequest | undefined;
-    const call: Waiting = {
+    const call: Waiting<never> = {
       get cancelled() {
         return cancelled;
       },
@@ -203,7 +117,7 @@ export class H1AgentPool {
   }
 
   /** Makes the call's request, counted in flight at its gate until it closes. */
-  private start(target: UpstreamUrl, options: http.RequestOptions, agent: http.Agent, gate: EndpointGate, handlers: H1CallHandlers): http.ClientRequest {
+  private start(target: UpstreamUrl, options: http.RequestOptions, agent: http.Agent, gate: EndpointGate<never>, handlers: H1CallHandlers): http.ClientRequest {
     const req = (target.tls ? nodeHttps() : http).request({ ...options, agent });
     gate.inFlight++;
     req.once('close', () => {
@@ -215,7 +129,7 @@ export class H1AgentPool {
   }
 
   /** The endpoint's agent and gate, made on its first call. */
-  private endpoint(target: UpstreamUrl): { agent: http.Agent; gate: EndpointGate } {
+  private endpoint(target: UpstreamUrl): { agent: http.Agent; gate: EndpointGate<never> } {
     const known = this.agents.get(target.href);
     const knownGate = this.gates.get(target.href);
     if (known && knownGate) return { agent: known, gate: knownGate };
@@ -225,7 +139,7 @@ export class H1AgentPool {
     // maxSockets: the gate keeps calls in flight within it, so the agent never queues a call itself.
     const opts = { keepAlive: true, scheduling: 'lifo' as const, noDelay: true, timeout: IDLE_UPSTREAM_SOCKET_MS, maxSockets: this.limits.maxConnections };
     const agent = target.tls ? new (nodeHttps().Agent)({ ...opts, ca: this.ca, ALPNProtocols: ['http/1.1'] }) : new http.Agent(opts);
-    const gate = new EndpointGate(agent, this.limits);
+    const gate = new EndpointGate<never>(this.limits, () => hasFreeSocket(agent));
     // createConnection is the method Node documents for custom agents to override: each
     // socket gets the connect timeout and is tracked as an upstream connection.
     const create = agent.createConnection.bind(agent);
@@ -247,18 +161,11 @@ export class H1AgentPool {
     return socket ? upstreamConnections.get(socket) : undefined;
   }
 
-  private track(socket: Socket, target: UpstreamUrl, gate: EndpointGate): void {
+  private track(socket: Socket, target: UpstreamUrl, gate: EndpointGate<never>): void {
     const conn: ConnectionRecord = { id: this.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: now(), closeTime: 0, calls: 0, active: 0 };
     upstreamConnections.set(socket, conn);
     let opened = false;
-    gate.connecting++;
-    let connecting = true;
-    const made = (): void => {
-      if (!connecting) return;
-      connecting = false;
-      gate.connecting--;
-      gate.drain();
-    };
+    const made = gate.connectStarted();
     socket.once(target.tls ? 'secureConnect' : 'connect', () => {
       opened = true;
       socket.setTimeout(0);

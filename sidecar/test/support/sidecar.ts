@@ -87,8 +87,8 @@ export interface TestSidecar {
 }
 
 /**
- * RPCSCOPE_DATA_PLANE from the test's own environment, as the binary would read
- * it: `RPCSCOPE_DATA_PLANE=relay node --test ...` runs these tests on the relay.
+ * RPCSCOPE_DATA_PLANE and RPCSCOPE_HTTP1_DATA_PLANE from the test's own environment, as the binary would read
+ * them: `RPCSCOPE_DATA_PLANE=relay node --test ...` runs these tests on the relay (RPCSCOPE_HTTP1_DATA_PLANE: the HTTP/1.1 relay).
  */
 function dataPlaneEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};

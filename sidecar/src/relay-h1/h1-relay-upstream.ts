@@ -1,0 +1,72 @@
+// One upstream connection of the HTTP/1.1 relay, and the slot it holds at its
+// endpoint's gate (upstream/endpoint-gate.ts) from the moment it is made until
+// it closes: --upstream-max-connections bounds these connections, as it bounds
+// the terminating path's calls in flight, and --upstream-max-connecting the ones
+// being made. The relayed client connection it serves is its owner; an idle one
+// may be handed, slot and all, to the client connection of the first call
+// waiting at the gate, which becomes its owner.
+import type net from 'node:net';
+import type { ConnectionRecord } from '../call/observer.ts';
+import { now } from '../clock.ts';
+import { connectUpstream } from '../relay/upstream-connect.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import type { EndpointGate } from '../upstream/endpoint-gate.ts';
+import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
+
+/** What the connection's owner hears of it. */
+export interface H1UpstreamOwner {
+  /** Connected (the first owner only). */
+  opened(up: H1RelayUpstream): void;
+  data(up: H1RelayUpstream, chunk: Buffer): void;
+  /** The app closed its side (RFC 9112 §9.6). */
+  ended(up: H1RelayUpstream): void;
+  /** Nothing read or written for IDLE_UPSTREAM_SOCKET_MS. */
+  idle(up: H1RelayUpstream): void;
+  error(up: H1RelayUpstream, err: Error & { code?: string }): void;
+  closed(up: H1RelayUpstream): void;
+}
+
+export class H1RelayUpstream {
+  readonly socket: net.Socket;
+  readonly record: ConnectionRecord;
+
+  constructor(ctx: ProxyContext, gate: EndpointGate<H1RelayUpstream>, public owner: H1UpstreamOwner | undefined) {
+    const target = ctx.config.upstream;
+    const record: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
+    this.record = record;
+    gate.inFlight++;
+    const made = gate.connectStarted();
+    const up = connectUpstream(target, undefined, ctx.config.connectTimeoutMs, () => {
+      made();
+      record.openTime = now();
+      ctx.observer.connectionOpened(record);
+      this.owner?.opened(this);
+    });
+    this.socket = up;
+    up.on('data', (chunk: Buffer) => this.owner?.data(this, chunk));
+    up.once('end', () => this.owner?.ended(this));
+    // Idle past the terminating path's limit: closed before the app's own keep-alive timeout can race a request.
+    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => this.owner?.idle(this));
+    up.on('error', (err: Error & { code?: string }) => {
+      // One warn line per unreachable upstream, whichever path failed to connect.
+      if (!record.openTime) ctx.connectFailures.report(target.authority, err);
+      this.owner?.error(this, err);
+    });
+    up.once('close', () => {
+      made();
+      gate.inFlight--;
+      if (record.openTime) {
+        record.closeTime = now();
+        ctx.observer.connectionClosed(record);
+      }
+      this.owner?.closed(this);
+      gate.drain();
+    });
+  }
+
+  /** Whether it may carry another request: connected, open both ways, nothing left to write. */
+  get reusable(): boolean {
+    const s = this.socket;
+    return this.record.openTime > 0 && !s.destroyed && s.readable && s.writable && s.writableLength === 0;
+  }
+}
