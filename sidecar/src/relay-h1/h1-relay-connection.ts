@@ -59,6 +59,7 @@ import { GrpcCode } from '../protocol/status-codes.ts';
 import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { queueFull, type EndpointGate } from '../upstream/endpoint-gate.ts';
+import type { H1IdleUpstreams } from './h1-idle-upstreams.ts';
 import { H1RelayUpstream, type H1UpstreamOwner } from './h1-relay-upstream.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
@@ -115,6 +116,8 @@ export interface H1RelayOptions {
   readonly client: net.Socket;
   /** The upstream endpoint's gate (--upstream-max-connections and the rest), shared by the listener's relayed connections. */
   readonly gate: EndpointGate<H1RelayUpstream>;
+  /** The app's connections no client connection holds: taken before connecting, given what a leaving client held. */
+  readonly idleUpstreams: H1IdleUpstreams;
   /** Draining, or past --max-connection-age: the client is asked to close after its response. */
   readonly closing: () => boolean;
   /**
@@ -143,6 +146,7 @@ export class H1RelayConnection {
   /** Waiting at the gate for an upstream connection: the request's bytes so far, and how to leave the queue. */
   private queued: { readonly bytes: Buffer[]; cancelled: boolean } | undefined;
   private readonly gate: EndpointGate<H1RelayUpstream>;
+  private readonly idleUpstreams: H1IdleUpstreams;
   private upError: (Error & { code?: string }) | undefined;
   /** A write toward the app (or the client) waits for 'drain': the other side is not read meanwhile. */
   private upBlocked = false;
@@ -190,9 +194,10 @@ export class H1RelayConnection {
     return up;
   };
 
-  constructor({ ctx, conn, client, gate, closing, terminate }: H1RelayOptions) {
+  constructor({ ctx, conn, client, gate, idleUpstreams, closing, terminate }: H1RelayOptions) {
     this.ctx = ctx;
     this.gate = gate;
+    this.idleUpstreams = idleUpstreams;
     this.conn = conn;
     this.client = client;
     this.closing = closing;
@@ -305,7 +310,8 @@ export class H1RelayConnection {
     this.phase = Phase.Body;
     this.reqBody.begin(req.framing);
     this.gate.busy(this.giveUp);
-    // A connection kept from an earlier exchange, which the app may be closing as this request goes.
+    // A connection kept from an earlier exchange, or one a client left, which the app may be closing as this request goes.
+    if (!this.up && !this.queued) this.takeIdle();
     const reused = this.up !== undefined;
     call.sent(ctx.config.upstream.authority);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
@@ -371,6 +377,12 @@ export class H1RelayConnection {
     ex.call.record.upstreamBusy = true;
     this.reply(ex, GrpcCode.UNAVAILABLE, queueFull(this.ctx.config.upstream.authority, this.ctx.config.h1Limits).message);
     return false;
+  }
+
+  /** An idle connection a client left, if one is kept: no connect, and no slot more (none is kept while calls wait at the gate). */
+  private takeIdle(): void {
+    const kept = this.idleUpstreams.take();
+    if (kept) this.attachUpstream(kept);
   }
 
   private attachUpstream(up: H1RelayUpstream): void {
@@ -679,7 +691,7 @@ export class H1RelayConnection {
   /** This client is done with the app's connection: a call waiting at the gate has it if it can carry another request, else it closes. */
   private letGoUpstream(): void {
     const up = this.up;
-    if (up && !this.ex && up.reusable && this.gate.pass(up)) {
+    if (up && !this.ex && up.reusable && (this.gate.pass(up) || this.idleUpstreams.put(up))) {
       this.detachUpstream();
       return;
     }

@@ -5,6 +5,7 @@ import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { EndpointGate } from '../upstream/endpoint-gate.ts';
+import { H1IdleUpstreams } from './h1-idle-upstreams.ts';
 import { H1RelayConnection } from './h1-relay-connection.ts';
 import type { H1RelayUpstream } from './h1-relay-upstream.ts';
 
@@ -14,9 +15,12 @@ export class H1RelaySet {
   private readonly waiting = new Set<net.Socket>();
   /** The app's gate: its connections, those being made, and the calls waiting for one, across the listener's relayed connections. */
   private readonly gate: EndpointGate<H1RelayUpstream>;
+  /** The app's connections no client connection holds, for the next request. */
+  private readonly idle: H1IdleUpstreams;
 
   constructor(private readonly ctx: ProxyContext) {
     this.gate = new EndpointGate(ctx.config.h1Limits);
+    this.idle = new H1IdleUpstreams(this.gate);
   }
 
   /**
@@ -56,7 +60,7 @@ export class H1RelaySet {
       this.live.delete(socket);
       terminate();
     };
-    this.live.set(socket, new H1RelayConnection({ ctx: this.ctx, conn, client: socket, gate: this.gate, closing, terminate: handOver }));
+    this.live.set(socket, new H1RelayConnection({ ctx: this.ctx, conn, client: socket, gate: this.gate, idleUpstreams: this.idle, closing, terminate: handOver }));
     socket.once('close', () => this.live.delete(socket));
   }
 
@@ -65,10 +69,12 @@ export class H1RelaySet {
    * true by then), as do the held ones, whose request came before the drain.
    */
   drain(): void {
+    this.idle.closeAll();
     for (const r of this.live.values()) r.drain();
   }
 
   destroy(): void {
+    this.idle.closeAll();
     for (const s of this.waiting) s.destroy();
     for (const r of this.live.values()) r.destroy();
   }
