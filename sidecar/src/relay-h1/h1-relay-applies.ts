@@ -2,16 +2,17 @@
 // client connection with one upstream connection and passes heads and bodies on
 // as bytes: it needs what the HTTP/2 relay needs (inbound, the one fixed
 // upstream, no call translated or mirrored), and an upstream spoken to over
-// plain HTTP/1.1. With --upstream-protocol http1 every connection is relayed;
+// HTTP/1.1. With --upstream-protocol http1 every connection is relayed;
 // with auto (the default) each is relayed while the app is known to speak
 // HTTP/1.1, and the callers of an HTTP/2-only app keep the terminating path,
-// which translates their calls (H1RelaySet.add decides per connection). Under
-// --upstream-protocol http2, and toward an https:// upstream, HTTP/1.1 keeps
-// the terminating path (node:http).
+// which translates their calls (H1RelaySet.add decides per connection). Toward
+// an https:// upstream it is relayed over TLS, verified against --upstream-ca,
+// with ALPN http/1.1 (relay/upstream-connect.ts). Under --upstream-protocol
+// http2 HTTP/1.1 keeps the terminating path (node:http).
 import type { Config } from '../config/load.ts';
 
 /** The settings that decide which data plane an HTTP/1.1 connection gets. */
-export type H1RelayChoice = Pick<Config, 'http1DataPlane' | 'mode' | 'grpcUpstream' | 'upstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
+export type H1RelayChoice = Pick<Config, 'http1DataPlane' | 'mode' | 'grpcUpstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
 
 /** Whether HTTP/1.1 connections may go to the HTTP/1.1 relay. */
 export function h1RelayApplies(config: H1RelayChoice): boolean {
@@ -20,7 +21,6 @@ export function h1RelayApplies(config: H1RelayChoice): boolean {
     config.mode === 'inbound' &&
     config.grpcUpstream === undefined &&
     config.upstreamProtocol !== 'http2' &&
-    !config.upstream.tls &&
     !config.transcode &&
     !config.grpcWebBridge &&
     config.split.size === 0 &&
