@@ -44,8 +44,7 @@ export class H1RelayUpstream {
     const target = ctx.config.upstream;
     const record: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
     this.record = record;
-    gate.inFlight++;
-    const made = gate.connectStarted();
+    let made = (): void => {};
     const up = connectUpstream(target, ctx.upstreamCa, ctx.config.connectTimeoutMs, () => {
       made();
       record.openTime = now();
@@ -53,10 +52,14 @@ export class H1RelayUpstream {
       this.owner?.opened(this);
     }, 'http/1.1');
     this.socket = up;
+    // Counted once the connection is under way: a connect that throws takes no slot.
+    gate.inFlight++;
+    made = gate.connectStarted();
     up.on('data', (chunk: Buffer) => this.owner?.data(this, chunk));
     up.once('end', () => this.owner?.ended(this));
     // Idle past the terminating path's limit: closed before the app's own keep-alive timeout can race a request.
-    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => this.owner?.idle(this));
+    // One that no client connection took up (its start failed) closes then too.
+    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => (this.owner ? this.owner.idle(this) : up.destroy()));
     up.on('error', (err: Error & { code?: string }) => {
       // One warn line per unreachable upstream, whichever path failed to connect.
       const said = refusedHttp1(err) ?? err;
