@@ -11,6 +11,8 @@ export const ErrorCode = {
   CONNECT_TIMEOUT: 'RPCSCOPE_ERR_CONNECT_TIMEOUT',
   /** An https:// upstream did not agree to HTTP/2 in ALPN where the relay needs it. */
   ALPN_NOT_H2: 'RPCSCOPE_ERR_ALPN_NOT_H2',
+  /** An https:// upstream refused ALPN http/1.1, or chose another protocol, where the HTTP/1.1 relay asked for it. */
+  ALPN_NOT_HTTP1: 'RPCSCOPE_ERR_ALPN_NOT_HTTP1',
   /**
    * An endpoint's HTTP/1.1 connections (--upstream-max-connections) were all busy
    * and --upstream-max-pending calls already waited: the endpoint is busy, not

@@ -43,13 +43,14 @@
 //   502. Requests pipelined behind it wait unread meanwhile, so they go on, and
 //   are answered, in order.
 // - Idle and header timeouts are the listener's (ConnectionTimeouts), as on the
-//   terminating path; TLS upstreams keep the terminating path (h1-relay-applies.ts).
+//   terminating path.
 import { STATUS_CODES } from 'node:http';
 import type net from 'node:net';
 import { Call } from '../call/call.ts';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import { BodyReader } from '../h1/body-reader.ts';
+import { RpcscopeError } from '../core/errors.ts';
 import { H1Error } from '../h1/h1-error.ts';
 import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
 import { detectRequest, isGrpcFamily, type Detected } from '../protocol/detect.ts';
@@ -594,7 +595,8 @@ export class H1RelayConnection {
     if (!opened) ex.call.record.upstreamUnreachable = true;
     // Connected, then closed without an answer: perhaps no longer the server it was.
     else this.ctx.protocols.forget(target);
-    const why = err instanceof H1Error ? err.message : (err?.code ?? err?.message ?? 'closed');
+    // rpcscope's own errors say what happened beside their stable code.
+    const why = err instanceof H1Error ? err.message : err instanceof RpcscopeError ? `${err.code}: ${err.message}` : (err?.code ?? err?.message ?? 'closed');
     this.reply(ex, opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${opened ? 'closed the connection' : 'unavailable'}: ${why}`);
   }
 

@@ -8,6 +8,7 @@
 import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
+import { ErrorCode, RpcscopeError } from '../core/errors.ts';
 import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import type { EndpointGate } from '../upstream/endpoint-gate.ts';
@@ -26,6 +27,15 @@ export interface H1UpstreamOwner {
   closed(up: H1RelayUpstream): void;
 }
 
+/**
+ * The app's TLS refused ALPN http/1.1 (alert 120, no_application_protocol, RFC
+ * 7301 §3.2): an app that speaks HTTP/2 only, said so in the caller's answer.
+ */
+function refusedHttp1(err: Error & { code?: string }): RpcscopeError | undefined {
+  if (err.code !== 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' && !/alert no application protocol/.test(err.message)) return undefined;
+  return new RpcscopeError(ErrorCode.ALPN_NOT_HTTP1, 'the upstream refused HTTP/1.1 by ALPN (it speaks HTTP/2 only; --upstream-protocol auto sends its HTTP/1.1 callers there over HTTP/2)');
+}
+
 export class H1RelayUpstream {
   readonly socket: net.Socket;
   readonly record: ConnectionRecord;
@@ -34,23 +44,27 @@ export class H1RelayUpstream {
     const target = ctx.config.upstream;
     const record: ConnectionRecord = { id: ctx.nextConnId(), side: 'upstream', httpVersion: '1.1', peer: target.authority, openTime: 0, closeTime: 0, calls: 0, active: 0 };
     this.record = record;
-    gate.inFlight++;
-    const made = gate.connectStarted();
-    const up = connectUpstream(target, undefined, ctx.config.connectTimeoutMs, () => {
+    let made = (): void => {};
+    const up = connectUpstream(target, ctx.upstreamCa, ctx.config.connectTimeoutMs, () => {
       made();
       record.openTime = now();
       ctx.observer.connectionOpened(record);
       this.owner?.opened(this);
-    });
+    }, 'http/1.1');
     this.socket = up;
+    // Counted once the connection is under way: a connect that throws takes no slot.
+    gate.inFlight++;
+    made = gate.connectStarted();
     up.on('data', (chunk: Buffer) => this.owner?.data(this, chunk));
     up.once('end', () => this.owner?.ended(this));
     // Idle past the terminating path's limit: closed before the app's own keep-alive timeout can race a request.
-    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => this.owner?.idle(this));
+    // One that no client connection took up (its start failed) closes then too.
+    up.setTimeout(IDLE_UPSTREAM_SOCKET_MS, () => (this.owner ? this.owner.idle(this) : up.destroy()));
     up.on('error', (err: Error & { code?: string }) => {
       // One warn line per unreachable upstream, whichever path failed to connect.
-      if (!record.openTime) ctx.connectFailures.report(target.authority, err);
-      this.owner?.error(this, err);
+      const said = refusedHttp1(err) ?? err;
+      if (!record.openTime) ctx.connectFailures.report(target.authority, said);
+      this.owner?.error(this, said);
     });
     up.once('close', () => {
       made();

@@ -34,11 +34,14 @@ describe('h1RelayApplies', () => {
     assert.equal(h1RelayApplies(config(...RELAY, '--data-plane', 'terminate')), true, 'the HTTP/2 plane is chosen apart');
   });
 
-  it('keeps the terminating path where the upstream is not spoken to over plain HTTP/1.1', () => {
+  it('keeps the terminating path where the upstream is spoken to over HTTP/2', () => {
     assert.equal(h1RelayApplies(config('--http1-data-plane', 'relay', '--upstream-protocol', 'http2')), false);
+  });
+
+  it('relays toward an https:// upstream', () => {
     const tls = loadConfig(['--upstream', 'https://127.0.0.1:8443', ...RELAY], {});
     assert.equal(tls.kind, 'run');
-    assert.equal(h1RelayApplies((tls as { config: Config }).config), false);
+    assert.equal(h1RelayApplies((tls as { config: Config }).config), true);
   });
 
   it('keeps the terminating path where every call needs one of its own upstream (outbound, the mirror)', () => {
