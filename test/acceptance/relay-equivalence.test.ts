@@ -3,17 +3,19 @@
 // in front of the same upstream, must leave the same rpcscope_* series on
 // /metrics; again with tracing on, where the relay writes request header
 // blocks anew (translate mode). Then real HTTP/2 clients through the relay:
-// nghttp and h2load.
+// nghttp and h2load. And the same for HTTP/1.1 callers on the HTTP/1.1 relay
+// (--http1-data-plane) and node:http.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createClient } from '@connectrpc/connect';
-import { createConnectTransport } from '@connectrpc/connect-node';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
 import { EchoService, GrpcJsEchoClient, startConnectEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import { eventually } from '../support/eventually.ts';
@@ -148,6 +150,70 @@ for (const tracing of [false, true]) describe(`the relay and the terminating pat
     const relayed = await scrape(relay);
     assert.ok(opened(relayed, 'downstream') >= 3);
     assert.equal(opened(relayed, 'upstream'), opened(relayed, 'downstream'));
+    assert.deepEqual(r.filter((line) => !t.includes(line)), [], 'only through the relay');
+    assert.deepEqual(t.filter((line) => !r.includes(line)), [], 'only through the terminating path');
+  });
+});
+
+/** The HTTP/1.1 script: each kind of call an HTTP/1.1 caller makes once, from real clients. */
+async function runH1Script(sc: SidecarProcess): Promise<void> {
+  for (const transport of [createConnectTransport({ baseUrl: sc.url, httpVersion: '1.1', useBinaryFormat: true }), createGrpcWebTransport({ baseUrl: sc.url, httpVersion: '1.1' })]) {
+    const echo = createClient(EchoService, transport);
+    assert.equal((await echo.echo({ message: 'h1', responseSize: 64 }, { timeoutMs: 10_000 })).message, 'h1');
+    await assert.rejects(echo.echo({ message: 'no', failCode: 5 }), (err: ConnectError) => err.code === Code.NotFound);
+    let messages = 0;
+    for await (const _ of echo.serverStream({ message: 's', responses: 5, responseSize: 100 })) messages++;
+    assert.equal(messages, 5);
+    // A stream the caller gives up after two messages: cancelled on both planes.
+    const abort = new AbortController();
+    let seen = 0;
+    await assert.rejects(async () => {
+      for await (const _ of echo.serverStream({ message: 'c', responses: 1000, delayMs: 300 }, { signal: abort.signal })) if (++seen === 2) abort.abort();
+    });
+  }
+  // REST and a tRPC query (answered 404: the echo upstream serves no tRPC router), on one keep-alive connection.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (const [method, path, body, expected] of [['GET', '/v1/echo/42', undefined, 200], ['POST', '/v1/echo', '{"message":"rest"}', 200], ['GET', '/trpc/greeting.hello?input=%7B%7D', undefined, 404]] as const) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = http.request(`${sc.url}${path}`, { method, agent, headers: body ? { 'content-type': 'application/json' } : {} }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+      assert.equal(status, expected, `${method} ${path}`);
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
+describe('the HTTP/1.1 relay and the terminating path observe the same calls', () => {
+  let upstream: Upstream;
+  let terminate: SidecarProcess;
+  let relay: SidecarProcess;
+  before(async () => {
+    upstream = await startConnectEcho();
+    // The app spoken to over HTTP/1.1: the relay passes each HTTP/1.1 caller's bytes on.
+    terminate = await startSidecarProcess(['--upstream', upstream.url, '--upstream-protocol', 'http1', '--http1-data-plane', 'terminate']);
+    relay = await startSidecarProcess(['--upstream', upstream.url, '--upstream-protocol', 'http1', '--http1-data-plane', 'relay']);
+  });
+  after(async () => {
+    await terminate.stop();
+    await relay.stop();
+    await upstream.close();
+  });
+
+  it('scrapes equal rpcscope_* series after the same HTTP/1.1 script (Connect, gRPC-Web, REST, tRPC)', async () => {
+    for (const sc of [terminate, relay]) {
+      await runH1Script(sc);
+      await eventually(async () => (await scrape(sc)).filter((s) => s.name === 'rpcscope_calls_active').every((s) => s.value === 0), 'no call in flight', 5000);
+    }
+    const [t, r] = [compared(await scrape(terminate)), compared(await scrape(relay))];
+    for (const protocol of ['connect', 'grpc_web', 'rest', 'trpc']) assert.ok(t.some((line) => line.startsWith('rpcscope_calls_total') && line.includes(`protocol="${protocol}"`)), `the script makes ${protocol} calls`);
+    assert.ok(t.some((line) => line.startsWith('rpcscope_calls_total') && line.includes('code="CANCELLED"')), 'the script cancels a call');
     assert.deepEqual(r.filter((line) => !t.includes(line)), [], 'only through the relay');
     assert.deepEqual(t.filter((line) => !r.includes(line)), [], 'only through the terminating path');
   });
