@@ -21,7 +21,13 @@
 // h1-relay-upstream.ts); a request that finds none free waits, its client not
 // read meanwhile, in the order it came; past --upstream-max-pending it is answered 503
 // and counted. A connection idle between its client's requests is handed to the
-// first call waiting, and one whose client leaves goes to a call waiting, or closes.
+// first call waiting, and one whose client leaves goes to a call waiting, or is
+// kept idle for the next client's request (h1-idle-upstreams.ts).
+//
+// A call the relay cannot carry on its one upstream connection (transcoded,
+// bridged, its share of a split, gRPC-family under --grpc-upstream) hands the
+// client connection, at that request's head, to the terminating path for good
+// (handOver): chosen per request, where HTTP/2's relay chooses per connection.
 //
 // Not (yet) done here, and what happens instead:
 // - The gate is the relay's own: HTTP/2 callers translated to an HTTP/1.1 app
@@ -44,6 +50,10 @@
 //   are answered, in order.
 // - Idle and header timeouts are the listener's (ConnectionTimeouts), as on the
 //   terminating path.
+// - A gRPC-Web or Connect stream whose app connection dies between two frames of
+//   a chunked body ends with its protocol's UNAVAILABLE frame (endLost), as on the
+//   terminating path; mid-frame, mid-chunk or in a body of declared length the
+//   client's connection is cut.
 import { STATUS_CODES } from 'node:http';
 import type net from 'node:net';
 import { Call } from '../call/call.ts';
