@@ -99,7 +99,10 @@ export class ClientWriter {
   flush(): void {
     const frames = this.waiting;
     this.waiting = [];
+    // Several frames go in one write (one TLS record toward a TLS client).
+    this.down.cork();
     for (const f of frames) this.write(typeof f === 'function' ? f() : f);
+    this.down.uncork();
   }
 
   /** Writes a frame (or a run of whole frames) now, where the caller knows one may be added. */

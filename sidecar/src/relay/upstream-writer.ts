@@ -89,8 +89,12 @@ export class UpstreamWriter {
   private flush(): void {
     const frames = this.added;
     this.added = [];
-    if (this.up) for (const f of frames) this.up.write(f);
-    else if (this.pending) this.pending.push(...frames);
+    if (this.up) {
+      // Several frames go in one write.
+      this.up.cork();
+      for (const f of frames) this.up.write(f);
+      this.up.uncork();
+    } else if (this.pending) this.pending.push(...frames);
   }
 
   /**
