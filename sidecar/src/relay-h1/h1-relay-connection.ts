@@ -123,7 +123,16 @@ export class H1RelayConnection {
   private clientBlocked = false;
   /** After a 101: the two sockets joined, no longer read here. */
   private tunnel: H1Tunnel | undefined;
-  private readonly onClientData = (chunk: Buffer): void => this.guard(() => this.fromClient(chunk, 0));
+  private readonly onClientData = (chunk: Buffer): void => this.guard(() => {
+    // A head and a body piece from one read go to the app in one write (a new connection's: once it is up).
+    const up = this.up;
+    up?.cork();
+    try {
+      this.fromClient(chunk, 0);
+    } finally {
+      up?.uncork();
+    }
+  });
 
   constructor({ ctx, conn, client, closing }: H1RelayOptions) {
     this.ctx = ctx;
@@ -251,7 +260,16 @@ export class H1RelayConnection {
     this.resHead = new HeadReader(MAX_HEAD_BYTES);
     this.upError = undefined;
     this.upBlocked = false;
-    up.on('data', (chunk: Buffer) => this.guard(() => this.fromUpstream(up, chunk)));
+    up.on('data', (chunk: Buffer) => this.guard(() => {
+      // The response head and the body piece after it in one write to the client.
+      const { client } = this;
+      client.cork();
+      try {
+        this.fromUpstream(up, chunk);
+      } finally {
+        client.uncork();
+      }
+    }));
     // The app closed its side (RFC 9112 §9.6): with nothing in flight, the next request connects anew.
     up.once('end', () => this.guard(() => {
       if (this.up === up && !this.ex) this.dropUpstream();
