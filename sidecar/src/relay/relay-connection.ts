@@ -190,14 +190,13 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
     // What one read leads to goes out in one write per direction (one TLS record toward
     // a TLS client): the bytes passed on (a piece per run of frames in translate mode)
     // with the frames the relay adds, and every frame it writes to the client meanwhile.
-    const up = this.phase === 'open' ? this.up : undefined;
-    up?.cork();
-    this.writer.cork();
+    this.toUpstream.batch();
+    this.writer.batch();
     try {
       this.readClient(chunk);
     } finally {
-      this.writer.uncork();
-      up?.uncork();
+      this.writer.endBatch();
+      this.toUpstream.endBatch();
     }
   }
 
