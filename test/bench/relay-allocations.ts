@@ -36,7 +36,12 @@ process.on('SIGUSR2', () => {
     sampling = true;
     return session.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   }
-  session.post('HeapProfiler.stopSampling', (err, r) => require('node:fs').writeFileSync(process.env.RPCSCOPE_HEAP_OUT, JSON.stringify(err ? { error: String(err) } : r.profile)));
+  // Written aside, then renamed: the bench reads the file as soon as it is there.
+  session.post('HeapProfiler.stopSampling', (err, r) => {
+    const fs = require('node:fs');
+    fs.writeFileSync(process.env.RPCSCOPE_HEAP_OUT + '.part', JSON.stringify(err ? { error: String(err) } : r.profile));
+    fs.renameSync(process.env.RPCSCOPE_HEAP_OUT + '.part', process.env.RPCSCOPE_HEAP_OUT);
+  });
 });
 `;
 
