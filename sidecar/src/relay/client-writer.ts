@@ -103,9 +103,10 @@ export class ClientWriter {
     const frames = this.waiting;
     this.waiting = [];
     // Several frames go in one write (one TLS record toward a TLS client).
-    this.down.cork();
+    const cork = frames.length > 1;
+    if (cork) this.down.cork();
     for (const f of frames) this.write(typeof f === 'function' ? f() : f);
-    this.down.uncork();
+    if (cork) this.down.uncork();
   }
 
   /** Writes a frame (or a run of whole frames) now, where the caller knows one may be added. */

@@ -137,9 +137,10 @@ export class UpstreamWriter {
     if (this.up) {
       // Several frames go in one write.
       const { up } = this;
-      if (!this.batching) up.cork();
+      const cork = !this.batching && frames.length > 1;
+      if (cork) up.cork();
       for (const f of frames) this.write(up, f);
-      if (!this.batching) up.uncork();
+      if (cork) up.uncork();
     } else if (this.pending) this.pending.push(...frames);
   }
 
