@@ -50,6 +50,7 @@ import { connectUpstream } from '../relay/upstream-connect.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { IDLE_UPSTREAM_SOCKET_MS } from '../upstream/h1-agent-pool.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
+import { ReadWrites } from './read-writes.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
 import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 
@@ -123,16 +124,9 @@ export class H1RelayConnection {
   private clientBlocked = false;
   /** After a 101: the two sockets joined, no longer read here. */
   private tunnel: H1Tunnel | undefined;
-  private readonly onClientData = (chunk: Buffer): void => this.guard(() => {
-    // A head and a body piece from one read go to the app in one write (a new connection's: once it is up).
-    const up = this.up;
-    up?.cork();
-    try {
-      this.fromClient(chunk, 0);
-    } finally {
-      up?.uncork();
-    }
-  });
+  /** What one read of the client leads to goes to the app in one write (read-writes.ts). */
+  private readonly upWrites = new ReadWrites((up, bytes) => this.writeUp(up, bytes));
+  private readonly onClientData = (chunk: Buffer): void => this.guard(() => this.upWrites.run(() => this.fromClient(chunk, 0)));
 
   constructor({ ctx, conn, client, closing }: H1RelayOptions) {
     this.ctx = ctx;
@@ -545,8 +539,11 @@ export class H1RelayConnection {
   }
 
   private toUpstream(bytes: Buffer): void {
-    const up = this.up;
-    if (!up || up.write(bytes) || this.upBlocked) return;
+    if (this.up) this.upWrites.send(this.up, bytes);
+  }
+
+  private writeUp(up: net.Socket, bytes: Buffer): void {
+    if (up.write(bytes) || this.upBlocked) return;
     this.upBlocked = true;
     this.syncClient();
     up.once('drain', () => {
