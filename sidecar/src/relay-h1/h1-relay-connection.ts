@@ -74,7 +74,8 @@ import type { H1IdleUpstreams } from './h1-idle-upstreams.ts';
 import { H1RelayUpstream, type H1UpstreamOwner } from './h1-relay-upstream.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
-import { bagOf, passHead, startsAsHttp1, type HeaderBag } from './relay-heads.ts';
+import type { HeaderBag } from '../protocol/header-bag.ts';
+import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 
 /** Heads past this size are refused (431), as Node's --max-http-header-size default. */
 const MAX_HEAD_BYTES = 16 * 1024;

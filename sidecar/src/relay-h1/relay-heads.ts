@@ -2,22 +2,16 @@
 // bytes as read, less the lines that are hop-by-hop (RFC 9110 §7.6.1), its
 // fields as the node:http headers object the call is recorded with, and whether
 // an answer starts as HTTP/1.x at all.
+import { addField, emptyHeaderBag, type HeaderBag } from '../protocol/header-bag.ts';
 import { isHopByHop, namedByConnection } from '../protocol/hop-by-hop.ts';
 import type { HeadField, RequestHead, ResponseHead } from '../h1/message-head.ts';
 
 const CRLF = Buffer.from('\r\n');
 
-export type HeaderBag = Record<string, string | string[]>;
-
 /** A head's fields as node:http's headers object (repeated names become a list). */
 export function bagOf(fields: readonly HeadField[]): HeaderBag {
-  const bag: HeaderBag = Object.create(null) as HeaderBag;
-  for (const { name, value } of fields) {
-    const had = bag[name];
-    if (had === undefined) bag[name] = value;
-    else if (Array.isArray(had)) had.push(value);
-    else bag[name] = [had, value];
-  }
+  const bag = emptyHeaderBag();
+  for (const { name, value } of fields) addField(bag, name, value);
   return bag;
 }
 

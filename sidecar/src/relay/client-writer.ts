@@ -74,6 +74,9 @@ export class ClientWriter {
    * the client's next connection WINDOW_UPDATEs reach it smaller by as much.
    */
   private debt = 0;
+  /** While one read of the client is processed (`batch`), and whether the relay corked the socket in it. */
+  private batching = false;
+  private corked = false;
 
   constructor(private readonly down: net.Socket, private readonly fromUpstream: FrameParser, private readonly host: ClientWriterHost) {
     down.on('drain', () => host.clientDrained());
@@ -99,12 +102,37 @@ export class ClientWriter {
   flush(): void {
     const frames = this.waiting;
     this.waiting = [];
+    // Several frames go in one write (one TLS record toward a TLS client).
+    const cork = frames.length > 1;
+    if (cork) this.down.cork();
     for (const f of frames) this.write(typeof f === 'function' ? f() : f);
+    if (cork) this.down.uncork();
   }
 
   /** Writes a frame (or a run of whole frames) now, where the caller knows one may be added. */
   write(f: Buffer): void {
     this.spend(f);
+    this.out(f);
+  }
+
+  /** One read of the client begins: what the relay writes to the client meanwhile goes in one write, at `endBatch`. */
+  batch(): void {
+    this.batching = true;
+  }
+
+  endBatch(): void {
+    this.batching = false;
+    if (!this.corked) return;
+    this.corked = false;
+    this.down.uncork();
+  }
+
+  /** Writes toward the client; in a batch the socket is corked at its first write (most reads lead to none). */
+  private out(f: Buffer): void {
+    if (this.batching && !this.corked) {
+      this.down.cork();
+      this.corked = true;
+    }
     this.down.write(f);
   }
 
@@ -239,7 +267,7 @@ export class ClientWriter {
     this.connWindow -= piece.length;
     stream.clientWindow -= piece.length;
     if (owed) this.debt += piece.length;
-    this.down.write(dataFrame(id, piece, end));
+    this.out(dataFrame(id, piece, end));
   }
 
   /** The relay's own last DATA (END_STREAM) of a stream, written once the client's windows take it. */

@@ -5,7 +5,7 @@
 // Strings are latin1 (one char per octet), so a string's length is its size in
 // octets and the dynamic table's size (§4.1) stays exact for any bytes.
 import { ErrorCode, RpcscopeError } from '../core/errors.ts';
-import { huffmanDecode } from './hpack-huffman.ts';
+import { huffmanDecode, latin1 } from './hpack-huffman.ts';
 import { STATIC_LENGTH, STATIC_TABLE } from './hpack-static-table.ts';
 
 /** §4.1: each entry costs its name and value octets plus 32. */
@@ -240,17 +240,8 @@ function readString(block: Uint8Array, i: number): string {
   const end = start + len;
   if (end > block.length) throw new HpackError('string literal runs past the end of the block');
   cursor = end;
-  if (!huffman) return latin1(block, start, end);
+  if (!huffman) return latin1(block, start, len);
   const s = huffmanDecode(block, start, end);
   if (s === undefined) throw new HpackError('invalid Huffman code');
   return s;
-}
-
-function latin1(block: Uint8Array, start: number, end: number): string {
-  if (end - start <= 32) {
-    let s = '';
-    for (let k = start; k < end; k++) s += String.fromCharCode(block[k]!);
-    return s;
-  }
-  return Buffer.from(block.buffer, block.byteOffset + start, end - start).toString('latin1');
 }

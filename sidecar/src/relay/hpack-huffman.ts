@@ -132,9 +132,18 @@ export function huffmanDecode(src: Uint8Array, start: number, end: number): stri
     state = t & 0xff;
   }
   if (!acceptable[state]) return undefined;
-  // Short strings (most header values) build faster in JS than through a native call.
-  if (n > 32) return out.toString('latin1', 0, n);
-  let s = '';
-  for (let k = 0; k < n; k++) s += String.fromCharCode(out[k]!);
-  return s;
+  return latin1(out, 0, n);
+}
+
+/** Longest string built in JS: short strings (most header values) build faster so than through a native call. */
+const SHORT = 32;
+/** An array of each length up to SHORT, reused: the string is built in one allocation, where adding a character at a time allocates a string per character. */
+const CODES: number[][] = Array.from({ length: SHORT + 1 }, (_, n) => new Array<number>(n).fill(0));
+
+/** `bytes[start, start + n)` as a latin1 string (one char per octet). */
+export function latin1(bytes: Uint8Array, start: number, n: number): string {
+  if (n > SHORT) return Buffer.from(bytes.buffer, bytes.byteOffset + start, n).toString('latin1');
+  const codes = CODES[n]!;
+  for (let k = 0; k < n; k++) codes[k] = bytes[start + k]!;
+  return String.fromCharCode.apply(null, codes);
 }

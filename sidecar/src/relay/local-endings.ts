@@ -105,11 +105,14 @@ export class LocalEndings {
       return this.calls.end(id, stream, { side: 'proxy', code: Http2Error.CANCEL });
     }
     const { fields, body } = replyFrames(stream, GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+    // The answer's frames in one write.
+    this.writer.cork();
     this.writer.send(() => headersFrame(id, this.writer.block(fields), !body));
     if (body) {
       stream.call.tap.responseData(body);
       this.writer.send(dataFrame(id, body, true));
     }
+    this.writer.uncork();
     this.calls.end(id, stream);
   }
 

@@ -65,7 +65,9 @@ export class RelayCalls {
     if (stream.body && (stream.bodyBytes + chunk.length > RETRY_BODY_LIMIT || this.retained + chunk.length > MAX_RETAINED_BYTES)) this.dropBody(stream);
     stream.bodyBytes += chunk.length;
     if (stream.body) {
-      stream.body.push(chunk);
+      // The first chunk makes an array of one (most requests are one DATA frame), where a push would make room for 17.
+      if (stream.body.length === 0) stream.body = [chunk];
+      else stream.body.push(chunk);
       this.retained += chunk.length;
     }
   }

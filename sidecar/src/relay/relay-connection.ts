@@ -187,9 +187,20 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
     // Frame floods are cut before any of their bytes is passed on.
     const flood = this.frameBudget.read(chunk);
     if (flood) return this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
-    // Translate mode writes a piece per run of frames: one syscall for the lot.
-    const corked = this.translate && this.phase === 'open';
-    if (corked) this.up.cork();
+    // What one read leads to goes out in one write per direction (one TLS record toward
+    // a TLS client): the bytes passed on (a piece per run of frames in translate mode)
+    // with the frames the relay adds, and every frame it writes to the client meanwhile.
+    this.toUpstream.batch();
+    this.writer.batch();
+    try {
+      this.readClient(chunk);
+    } finally {
+      this.writer.endBatch();
+      this.toUpstream.endBatch();
+    }
+  }
+
+  private readClient(chunk: Buffer): void {
     this.clientPiece = chunk;
     this.toUpstream.reading = true;
     try {
@@ -198,7 +209,6 @@ export class RelayConnection implements ClientWriterHost, DetourHost, KeepaliveH
       return this.shadowFailed('client', err);
     } finally {
       this.toUpstream.reading = false;
-      if (corked) this.up.uncork();
     }
     // In translate mode the parser has passed the bytes on already.
     if (!this.translate) this.toUpstream.pass(chunk);

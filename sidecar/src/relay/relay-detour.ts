@@ -151,8 +151,11 @@ export class RelayDetour {
   /** Opens the client's window for stream `id` (and the connection's, with `connection`) by `n` octets. */
   credit(id: number, n: number, connection: boolean): void {
     if (this.host.phase === 'closed') return;
+    // Both WINDOW_UPDATEs in one write.
+    this.writer.cork();
     if (connection) this.writer.send(windowUpdateFrame(0, n));
     if (this.calls.streams.has(id)) this.writer.send(windowUpdateFrame(id, n));
+    this.writer.uncork();
   }
 
   /** A call sent here whose client read the upstream's reset after all (it could not be hidden): it is over. */

@@ -4,6 +4,7 @@
 import type http2 from 'node:http2';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { detectRequest } from '../protocol/detect.ts';
+import { addField, emptyHeaderBag, type HeaderBag } from '../protocol/header-bag.ts';
 import { headerText } from '../protocol/header-text.ts';
 import { now } from '../clock.ts';
 import { Call } from '../call/call.ts';
@@ -11,20 +12,10 @@ import type { ProxyContext } from '../upstream/context.ts';
 import type { HeaderList } from './hpack-decoder.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 
-type HeaderBag = Record<string, string | string[]>;
-
 /** The decoded block as the header object node:http2 would give (repeated names become a list). */
 export function headerBag(list: HeaderList): HeaderBag {
-  // No prototype: a client's field named `constructor` or `__proto__` is a field like any other.
-  const bag: HeaderBag = Object.create(null) as HeaderBag;
-  for (let i = 0; i < list.length; i += 2) {
-    const name = list[i]!;
-    const value = list[i + 1]!;
-    const had = bag[name];
-    if (had === undefined) bag[name] = value;
-    else if (Array.isArray(had)) had.push(value);
-    else bag[name] = [had, value];
-  }
+  const bag = emptyHeaderBag();
+  for (let i = 0; i < list.length; i += 2) addField(bag, list[i]!, list[i + 1]!);
   return bag;
 }
 

@@ -23,6 +23,14 @@ export class UpstreamWriter {
   private added: Buffer[] = [];
   /** True while the client's bytes are being parsed, before they are passed on. */
   reading = false;
+  /**
+   * While one read of the client is processed (`batch`): its first write waits
+   * here, and a second corks the socket, so that what the read leads to goes in
+   * one write without the cost of corking a read that leads to one write only.
+   */
+  private held: Buffer | undefined;
+  private batching = false;
+  private corked = false;
   /** The upstream's SETTINGS_MAX_FRAME_SIZE: translate mode splits the blocks it writes to fit. */
   maxFrame = DEFAULT_MAX_FRAME_SIZE;
 
@@ -49,15 +57,52 @@ export class UpstreamWriter {
 
   /** The upstream's connection is gone, or will never be: what would go to it goes nowhere. */
   stop(): void {
+    if (this.corked) this.up?.uncork();
+    this.corked = false;
+    this.held = undefined;
     this.up = undefined;
     this.pending = undefined;
   }
 
+  /** One read of the client begins: what it leads to toward the upstream goes in one write, at `endBatch`. */
+  batch(): void {
+    this.batching = true;
+  }
+
+  endBatch(): void {
+    this.batching = false;
+    const { up, held } = this;
+    this.held = undefined;
+    if (this.corked) {
+      this.corked = false;
+      up?.uncork();
+    } else if (up && held) this.writeNow(up, held);
+  }
+
+  /** Writes to the upstream (see `held`); reading waits on a full socket. */
+  private write(up: net.Socket, bytes: Buffer): void {
+    if (!this.batching) return this.writeNow(up, bytes);
+    if (!this.held && !this.corked) {
+      this.held = bytes;
+      return;
+    }
+    if (!this.corked) {
+      up.cork();
+      this.corked = true;
+      this.writeNow(up, this.held!);
+      this.held = undefined;
+    }
+    this.writeNow(up, bytes);
+  }
+
+  private writeNow(up: net.Socket, bytes: Buffer): void {
+    if (!up.write(bytes)) this.down.pause();
+  }
+
   /** The client's bytes (translate mode: a run of its frames, or a block written anew), passed on; reading waits on a full socket. */
   pass(bytes: Buffer): void {
-    if (this.up) {
-      if (!this.up.write(bytes)) this.down.pause();
-    } else if (this.pending) {
+    if (this.up) this.write(this.up, bytes);
+    else if (this.pending) {
       this.pending.push(bytes);
       this.pendingBytes += bytes.length;
       if (this.pendingBytes > MAX_PENDING_BYTES) this.down.pause();
@@ -89,8 +134,14 @@ export class UpstreamWriter {
   private flush(): void {
     const frames = this.added;
     this.added = [];
-    if (this.up) for (const f of frames) this.up.write(f);
-    else if (this.pending) this.pending.push(...frames);
+    if (this.up) {
+      // Several frames go in one write.
+      const { up } = this;
+      const cork = !this.batching && frames.length > 1;
+      if (cork) up.cork();
+      for (const f of frames) this.write(up, f);
+      if (cork) up.uncork();
+    } else if (this.pending) this.pending.push(...frames);
   }
 
   /**
