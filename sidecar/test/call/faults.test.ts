@@ -61,8 +61,8 @@ describe('faults raised while handling one call stay in that call', () => {
 
   before(async () => {
     upstream = await startConnectEcho();
-    // The forwarders made to throw here are the terminating path's (node:http2).
-    const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstream.url, '--data-plane', 'terminate'], {});
+    // The forwarders made to throw here are the terminating path's (node:http2 and node:http).
+    const result = loadConfig(['--listen', '127.0.0.1:0', '--admin', '127.0.0.1:0', '--upstream', upstream.url, '--data-plane', 'terminate', '--http1-data-plane', 'terminate'], {});
     if (result.kind !== 'run') throw new Error('unexpected help');
     const config = result.config;
     const throwing: Observer = { ...noopObserver, callEnded: () => { throw new Error('injected observer fault'); } };
