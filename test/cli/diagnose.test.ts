@@ -188,6 +188,8 @@ test('a slow tail of a few calls is no protocol regression: a p99 is read only f
   }
 });
 
+const CALLS_A_SIDE = 600;
+
 test('a regression after a switch of protocol: REST before, slower gRPC after; exit 2', { timeout: 120_000 }, async () => {
   const app = await startOrderService({ latencyScale: 0 });
   const s = await startScriptedPod({ namespace: 'migration', service: 'orders', args: ['--upstream', app.url, '--proto', PROTO_DIR] });
@@ -195,13 +197,14 @@ test('a regression after a switch of protocol: REST before, slower gRPC after; e
   const grpc = grpcCaller(s.sidecar.url);
   try {
     const restStart = Date.now();
-    // 500 calls a side: diagnose reads a p99 only from 5 calls past it.
-    const before = await send(rest, 500, (i) => ({ operation: 'GetOrder', id: orderId(i) }), { spreadMs: 5000 });
+    // 600 calls a side: diagnose reads a p99 only from 5 calls past it (500 calls), and the count it reads
+    // over its window is Prometheus's increase(), which may come out a few calls short of what was sent.
+    const before = await send(rest, CALLS_A_SIDE, (i) => ({ operation: 'GetOrder', id: orderId(i) }), { spreadMs: 5000 });
     await new Promise((r) => setTimeout(r, 2000));
     const grpcStart = Date.now();
     // The new path takes 150 ms longer per call.
-    const after = await send(grpc, 500, (i) => ({ operation: 'GetOrder', id: orderId(i), deadlineMs: 2000, headers: { [DELAY_HEADER]: '150' } }), { spreadMs: 5000, concurrency: 16 });
-    assert.deepEqual([before.byCode, after.byCode], [{ OK: 500 }, { OK: 500 }]);
+    const after = await send(grpc, CALLS_A_SIDE, (i) => ({ operation: 'GetOrder', id: orderId(i), deadlineMs: 2000, headers: { [DELAY_HEADER]: '150' } }), { spreadMs: 5000, concurrency: 16 });
+    assert.deepEqual([before.byCode, after.byCode], [{ OK: CALLS_A_SIDE }, { OK: CALLS_A_SIDE }]);
     await waitScraped(s.prometheus, s);
     const sinceS = Math.ceil((Date.now() - grpcStart) / 1000) + 1;
     const fromS = Math.ceil((Date.now() - restStart) / 1000) + 1;
