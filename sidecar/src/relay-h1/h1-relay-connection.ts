@@ -16,13 +16,11 @@
 // past its hand-shake may be the new protocol's bytes, never to be read as
 // requests (test/reliability/h1-smuggling.test.ts).
 //
-// The app's connections are bounded as on the terminating path: each one holds
-// a slot at the gate (--upstream-max-connections, --upstream-max-connecting,
-// h1-relay-upstream.ts); a request that finds none free waits, its client not
-// read meanwhile, in the order it came; past --upstream-max-pending it is answered 503
-// and counted. A connection idle between its client's requests is handed to the
-// first call waiting, and one whose client leaves goes to a call waiting, or is
-// kept idle for the next client's request (h1-idle-upstreams.ts).
+// The upstream connection it holds, and the getting (at the gate, bounded as on
+// the terminating path), keeping and letting go of it, are h1-upstream-hold.ts's;
+// this connection keeps its client's side, the reading of both sides' messages,
+// and the exchange in flight. A request past --upstream-max-pending is answered
+// 503 here, and counted.
 //
 // A call the relay cannot carry on its one upstream connection (transcoded,
 // bridged, its share of a split, gRPC-family under --grpc-upstream) hands the
@@ -71,9 +69,10 @@ import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { queueFull, type EndpointGate } from '../upstream/endpoint-gate.ts';
 import type { H1IdleUpstreams } from './h1-idle-upstreams.ts';
-import { H1RelayUpstream, type H1UpstreamOwner } from './h1-relay-upstream.ts';
+import type { H1RelayUpstream } from './h1-relay-upstream.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
+import { H1UpstreamHold } from './h1-upstream-hold.ts';
 import type { HeaderBag } from '../protocol/header-bag.ts';
 import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 
@@ -154,14 +153,9 @@ export class H1RelayConnection {
   /** Client bytes past the request in flight, read once its response is done (pipelining). */
   private held: Buffer | undefined;
   private ex: Exchange | undefined;
-  private up: H1RelayUpstream | undefined;
-  /** Waiting at the gate for an upstream connection: the request's bytes so far, and how to leave the queue. */
-  private queued: { readonly bytes: Buffer[]; cancelled: boolean } | undefined;
-  private readonly gate: EndpointGate<H1RelayUpstream>;
-  private readonly idleUpstreams: H1IdleUpstreams;
-  private upError: (Error & { code?: string }) | undefined;
-  /** A write toward the app (or the client) waits for 'drain': the other side is not read meanwhile. */
-  private upBlocked = false;
+  /** The upstream connection this connection holds, or waits at the gate for. */
+  private readonly hold: H1UpstreamHold;
+  /** A write toward the client waits for 'drain': the app's connection is not read meanwhile. */
   private clientBlocked = false;
   /** After a 101: the two sockets joined, no longer read here. */
   private tunnel: H1Tunnel | undefined;
@@ -172,48 +166,34 @@ export class H1RelayConnection {
    * piece was a syscall per piece, about half the relay's CPU on REST calls.
    */
   private readonly onClientData = (chunk: Buffer): void => {
-    const up = this.up?.socket;
+    const up = this.hold.socket;
     up?.cork();
     this.guard(() => this.fromClient(chunk, 0));
     up?.uncork();
   };
   private readonly onClientClose = (): void => this.guard(() => this.clientClosed());
 
-  /** What this connection hears of the upstream connection it holds. */
-  private readonly owner: H1UpstreamOwner = {
-    opened: (up) => this.guard(() => this.upstreamOpened(up)),
-    data: (up, chunk) => {
-      const { client } = this;
-      client.cork();
-      this.guard(() => this.fromUpstream(up, chunk));
-      client.uncork();
-    },
-    // The app closed its side (RFC 9112 §9.6), or the connection was idle too long: with nothing in flight, the next request connects anew.
-    ended: (up) => this.guard(() => this.idleUpstreamGone(up)),
-    idle: (up) => this.guard(() => this.idleUpstreamGone(up)),
-    error: (up, err) => {
-      if (this.up === up) this.upError = err;
-    },
-    closed: (up) => this.guard(() => {
-      if (this.up === up) this.upstreamClosed();
-    }),
-  };
-  /** Gives the idle upstream connection up to a call waiting at the gate. */
-  private readonly giveUp = (): H1RelayUpstream | undefined => {
-    const up = this.up;
-    if (!up || this.ex || !up.reusable) return undefined;
-    this.detachUpstream();
-    return up;
-  };
-
   constructor({ ctx, conn, client, gate, idleUpstreams, closing, terminate }: H1RelayOptions) {
     this.ctx = ctx;
-    this.gate = gate;
-    this.idleUpstreams = idleUpstreams;
     this.conn = conn;
     this.client = client;
     this.closing = closing;
     this.terminate = terminate;
+    this.hold = new H1UpstreamHold(ctx, gate, idleUpstreams, {
+      guard: (fn) => this.guard(fn),
+      busy: () => this.ex !== undefined,
+      attached: () => {
+        this.resHead = new HeadReader(MAX_HEAD_BYTES);
+      },
+      opened: (at) => this.upstreamOpened(at),
+      data: (up, chunk) => {
+        client.cork();
+        this.guard(() => this.fromUpstream(up, chunk));
+        client.uncork();
+      },
+      closed: (err) => this.upstreamClosed(err),
+      sync: () => this.syncClient(),
+    });
     client.setNoDelay(true);
     this.reqBody.onPayload = (slice) => this.ex?.call.tap.requestData(slice);
     this.resBody.onPayload = (slice) => this.ex?.call.tap.responseData(slice);
@@ -235,7 +215,7 @@ export class H1RelayConnection {
 
   destroy(): void {
     this.client.destroy();
-    this.dropUpstream();
+    this.hold.drop();
     this.tunnel?.destroy();
   }
 
@@ -246,7 +226,7 @@ export class H1RelayConnection {
     } catch (err) {
       this.ctx.faults.internalError('relay', err);
       this.client.destroy();
-      this.dropUpstream();
+      this.hold.drop();
     }
   }
 
@@ -304,7 +284,7 @@ export class H1RelayConnection {
     this.phase = Phase.Closing;
     this.client.off('data', this.onClientData);
     this.client.off('close', this.onClientClose);
-    this.letGoUpstream();
+    this.hold.letGo();
     this.client.pause();
     this.client.unshift(rest.length === 0 ? head : Buffer.concat([head, rest]));
     this.terminate();
@@ -321,25 +301,23 @@ export class H1RelayConnection {
     this.ex = ex;
     this.phase = Phase.Body;
     this.reqBody.begin(req.framing);
-    this.gate.busy(this.giveUp);
     // A connection kept from an earlier exchange, or one a client left, which the app may be closing as this request goes.
-    if (!this.up && !this.queued) this.takeIdle();
-    const reused = this.up !== undefined;
+    const reused = this.hold.claim();
     call.sent(ctx.config.upstream.authority);
     // HTTP/1.0 closes after each response unless asked not to; the app's connection is kept.
     const extra = (call.traceparent ? `traceparent: ${call.traceparent}\r\n` : '') + (req.minor === 0 ? 'connection: keep-alive\r\n' : '');
     const head = passHead(req, extra, { drop: call.traceparent ? 'traceparent' : undefined, keepUpgrade: upgrade });
     if (reused) ex.copy = RequestCopy.of(req.method, head);
     if (!this.upstream(ex)) return;
-    if (this.up?.record.openTime && !ex.countedOn) this.count(ex);
-    this.toUpstream(head);
+    if (this.hold.current?.record.openTime && !ex.countedOn) this.count(ex);
+    this.hold.write(head);
     call.enforceDeadline(() => this.guard(() => this.expire(ex)));
     if (this.reqBody.done) this.requestRead();
   }
 
   private sendBody(bytes: Buffer): void {
     this.ex?.copy?.add(bytes);
-    this.toUpstream(bytes);
+    this.hold.write(bytes);
   }
 
   private requestRead(): void {
@@ -348,86 +326,37 @@ export class H1RelayConnection {
   }
 
   /**
-   * The upstream connection the exchange goes on: the one kept from the last
-   * exchange, or one the gate gives, at once or after the calls waiting before
-   * it (the request's bytes are held and the client is not read meanwhile).
-   * False when the queue is full: the call is answered UNAVAILABLE (503).
+   * The upstream connection the exchange goes on (h1-upstream-hold.ts), at once
+   * or after the calls waiting at the gate before it. False when the queue is
+   * full: the call is answered UNAVAILABLE (503).
    */
   private upstream(ex: Exchange): boolean {
-    if (this.up || this.queued) return true;
-    const queued = { bytes: [] as Buffer[], cancelled: false };
-    this.queued = queued;
-    const admitted = this.gate.admit({
-      get cancelled() {
-        return queued.cancelled;
-      },
-      start: (given) => this.guard(() => {
-        if (this.queued !== queued) return;
-        this.queued = undefined;
-        this.attachUpstream(given ?? new H1RelayUpstream(this.ctx, this.gate, this.owner));
-        // A connection handed over idle is up: the call, which waited for it, reaches the app now.
-        if (given && this.ex && !this.ex.countedOn) {
-          this.ex.call.record.upstreamStartTime = now();
-          this.count(this.ex);
-        }
-        for (const bytes of queued.bytes) this.toUpstream(bytes);
-        this.syncClient();
-      }),
-      // The gate fails a waiting call only when its endpoint leaves, which the inbound relay's one upstream does not.
-      fail: (err) => this.guard(() => {
-        if (this.queued !== queued || this.ex !== ex) return;
-        this.queued = undefined;
-        this.upstreamFailed(ex, err);
-      }),
+    const admitted = this.hold.acquire((err) => {
+      if (this.ex === ex) this.upstreamFailed(ex, err);
     });
-    if (admitted) {
-      this.syncClient();
-      return true;
-    }
-    this.queued = undefined;
+    if (admitted) return true;
     this.ctx.faults.upstreamQueueFull();
     ex.call.record.upstreamBusy = true;
     this.reply(ex, GrpcCode.UNAVAILABLE, queueFull(this.ctx.config.upstream.authority, this.ctx.config.h1Limits).message);
     return false;
   }
 
-  /** An idle connection a client left, if one is kept: no connect, and no slot more (none is kept while calls wait at the gate). */
-  private takeIdle(): void {
-    const kept = this.idleUpstreams.take();
-    if (kept) this.attachUpstream(kept);
-  }
-
-  private attachUpstream(up: H1RelayUpstream): void {
-    up.owner = this.owner;
-    this.up = up;
-    this.resHead = new HeadReader(MAX_HEAD_BYTES);
-    this.upError = undefined;
-    this.upBlocked = false;
-    up.socket.resume();
-  }
-
-  /** The connection came up: the call waiting for it reached the upstream only now. */
-  private upstreamOpened(up: H1RelayUpstream): void {
+  /** The upstream connection reached the app at `at`: the call waiting for it reached it only then. */
+  private upstreamOpened(at: number): void {
     const ex = this.ex;
-    if (this.up !== up || !ex || ex.countedOn) return;
-    ex.call.record.upstreamStartTime = up.record.openTime;
+    if (!ex || ex.countedOn) return;
+    ex.call.record.upstreamStartTime = at;
     this.count(ex);
   }
 
-  /** The app closed an idle connection, or it was idle too long: let go, and the next request connects anew. */
-  private idleUpstreamGone(up: H1RelayUpstream): void {
-    if (this.up === up && !this.ex) this.dropUpstream();
-  }
-
   private count(ex: Exchange): void {
-    const record = this.up!.record;
+    const record = this.hold.current!.record;
     ex.countedOn = record;
     record.calls++;
     record.active++;
   }
 
   private fromUpstream(up: H1RelayUpstream, chunk: Buffer): void {
-    if (this.up !== up) return;
     const ex = this.ex;
     // A byte of an answer came: the request was read, and is not sent again.
     if (ex) ex.copy = undefined;
@@ -454,9 +383,9 @@ export class H1RelayConnection {
       }
     }
     // Bytes from the app past its answer: its connection no longer follows the exchanges.
-    if (at < chunk.length && this.up === up) {
+    if (at < chunk.length && this.hold.current === up) {
       const next = this.ex;
-      this.dropUpstream();
+      this.hold.drop();
       if (next) this.upstreamFailed(next, undefined);
     }
   }
@@ -489,7 +418,7 @@ export class H1RelayConnection {
     call.record.upstreamHeadersTime = now();
     call.tap.responseHeaders(101, bagOf(res.fields));
     this.ex = undefined;
-    this.detachUpstream();
+    this.hold.detach();
     // The tunnel holds the connection, and its slot, until it closes.
     const up = relayUp.socket;
     // A tunnel may be quiet for long; the relay's idle close is for connections between requests.
@@ -519,12 +448,11 @@ export class H1RelayConnection {
     ex.call.record.upstreamEndTime = now();
     this.endExchange(ex);
     // A response that came before its request's body was read whole leaves the connection unreadable.
-    if (!ex.upstreamKeeps || this.phase !== Phase.Waiting) this.dropUpstream();
+    if (!ex.upstreamKeeps || this.phase !== Phase.Waiting) this.hold.drop();
     // Draining since the head went: the client, told nothing, is closed between responses.
     if (this.phase !== Phase.Waiting || !ex.clientKeeps || this.closing()) return this.closeClient();
     this.phase = Phase.Head;
-    // Idle until the client's next request: a call waiting at the gate may have the connection meanwhile.
-    if (this.up) this.gate.idle(this.giveUp);
+    this.hold.offer();
     const held = this.held;
     this.held = undefined;
     this.syncClient();
@@ -538,14 +466,13 @@ export class H1RelayConnection {
     ex.call.end(reset);
   }
 
-  /** The app's connection closed: between exchanges the next request connects again. */
-  private upstreamClosed(): void {
-    this.detachUpstream();
+  /** The app's connection closed (no longer held): between exchanges the next request connects again. */
+  private upstreamClosed(err: (Error & { code?: string }) | undefined): void {
     this.syncClient();
     const ex = this.ex;
     if (!ex) return;
     if (ex.copy?.whole) return this.retry(ex, ex.copy);
-    if (!ex.answered) return this.upstreamFailed(ex, this.upError);
+    if (!ex.answered) return this.upstreamFailed(ex, err);
     // A response read until close ends here; any other was cut short, and the client must not take it for whole.
     if (this.resBody.untilClose) return this.responseDone(ex);
     if (this.endLost(ex)) return;
@@ -587,7 +514,7 @@ export class H1RelayConnection {
     }
     this.ctx.retries.retried('connection_closed');
     if (!this.upstream(ex)) return;
-    for (const part of copy.take()) this.toUpstream(part);
+    for (const part of copy.take()) this.hold.write(part);
   }
 
   /**
@@ -595,7 +522,7 @@ export class H1RelayConnection {
    * answer, or a head the parser refused. Answered as forward-h1.ts answers it.
    */
   private upstreamFailed(ex: Exchange, err: (Error & { code?: string }) | undefined): void {
-    this.dropUpstream();
+    this.hold.drop();
     if (ex.answered) {
       // Mid-body: the client's connection is cut, so that a truncated body is not taken for whole.
       this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
@@ -620,7 +547,7 @@ export class H1RelayConnection {
    * that its next request comes on a connection that goes there.
    */
   private notHttp1(ex: Exchange): void {
-    this.dropUpstream();
+    this.hold.drop();
     this.ctx.protocols.notHttp1(this.ctx.config.upstream);
     this.reply(ex, GrpcCode.UNAVAILABLE, 'the upstream does not speak HTTP/1.1; the next calls go over HTTP/2', false);
   }
@@ -628,7 +555,7 @@ export class H1RelayConnection {
   /** --enforce-deadlines: the call's deadline passed. */
   private expire(ex: Exchange): void {
     if (this.ex !== ex) return;
-    this.dropUpstream();
+    this.hold.drop();
     if (!ex.answered) return this.reply(ex, GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
     this.endExchange(ex, { side: 'proxy', code: CONNECTION_CLOSED });
     this.client.destroy();
@@ -659,7 +586,7 @@ export class H1RelayConnection {
     this.ctx.faults.connectionTerminated('bad_request');
     if (ex) {
       // Mid-body: what the app has of it is no request; its connection goes.
-      this.dropUpstream();
+      this.hold.drop();
       if (ex.answered) {
         this.endExchange(ex, { side: 'client', code: CONNECTION_CLOSED });
         return void this.client.destroy();
@@ -677,7 +604,7 @@ export class H1RelayConnection {
   private closeClient(): void {
     this.phase = Phase.Closing;
     this.held = undefined;
-    this.letGoUpstream();
+    this.hold.letGo();
     this.client.end();
     // What the client still sends is read and dropped: closing on unread bytes would reset the connection.
     this.client.resume();
@@ -687,68 +614,26 @@ export class H1RelayConnection {
   private clientClosed(): void {
     this.phase = Phase.Closing;
     const ex = this.ex;
-    if (ex) this.dropUpstream();
-    else this.letGoUpstream();
+    if (ex) this.hold.drop();
+    else this.hold.letGo();
     if (ex) this.endExchange(ex, { side: 'client', code: CONNECTION_CLOSED });
-  }
-
-  /** Closes the app's connection (or leaves the gate's queue): the next request, if any, connects anew. */
-  private dropUpstream(): void {
-    if (this.queued) this.queued.cancelled = true;
-    this.queued = undefined;
-    const up = this.detachUpstream();
-    up?.socket.destroy();
-    if (up) this.syncClient();
-  }
-
-  /** This client is done with the app's connection: a call waiting at the gate has it if it can carry another request, else it closes. */
-  private letGoUpstream(): void {
-    const up = this.up;
-    if (up && !this.ex && up.reusable && (this.gate.pass(up) || this.idleUpstreams.put(up))) {
-      this.detachUpstream();
-      return;
-    }
-    this.dropUpstream();
-  }
-
-  /** No longer this connection's: not listened to, nor offered to the gate, from here. */
-  private detachUpstream(): H1RelayUpstream | undefined {
-    const up = this.up;
-    this.gate.busy(this.giveUp);
-    this.up = undefined;
-    this.upBlocked = false;
-    if (up?.owner === this.owner) up.owner = undefined;
-    return up;
-  }
-
-  private toUpstream(bytes: Buffer): void {
-    if (this.queued) return void this.queued.bytes.push(bytes);
-    const up = this.up?.socket;
-    if (!up || up.write(bytes) || this.upBlocked) return;
-    this.upBlocked = true;
-    this.syncClient();
-    up.once('drain', () => {
-      if (this.up?.socket !== up) return;
-      this.upBlocked = false;
-      this.syncClient();
-    });
   }
 
   private toClient(bytes: Buffer): void {
     const { client } = this;
     if (client.destroyed || client.write(bytes) || this.clientBlocked) return;
     this.clientBlocked = true;
-    this.up?.socket.pause();
+    this.hold.socket?.pause();
     client.once('drain', () => {
       this.clientBlocked = false;
-      this.up?.socket.resume();
+      this.hold.socket?.resume();
     });
   }
 
   /** The client is read while a request is being read and the app takes what it is sent. */
   private syncClient(): void {
     if (this.phase === Phase.Closing) return;
-    if (this.phase === Phase.Waiting || this.upBlocked || this.queued) this.client.pause();
+    if (this.phase === Phase.Waiting || this.hold.stalled) this.client.pause();
     else this.client.resume();
   }
 }
