@@ -2,9 +2,10 @@
 // endpoint's gate (upstream/endpoint-gate.ts) from the moment it is made until
 // it closes: --upstream-max-connections bounds these connections, as it bounds
 // the terminating path's calls in flight, and --upstream-max-connecting the ones
-// being made. The relayed client connection it serves is its owner; an idle one
-// may be handed, slot and all, to the client connection of the first call
-// waiting at the gate, which becomes its owner.
+// being made. Its owner is the hold (h1-upstream-hold.ts) of the relayed client
+// connection it serves; an idle one may be handed, slot and all, to the client
+// connection of the first call waiting at the gate, whose hold becomes its owner
+// (or kept by h1-idle-upstreams.ts, its owner meanwhile).
 import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
