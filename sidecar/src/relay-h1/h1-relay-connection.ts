@@ -186,6 +186,9 @@ export class H1RelayConnection {
         this.resHead = new HeadReader(MAX_HEAD_BYTES);
       },
       opened: (at) => this.upstreamOpened(at),
+      failed: (err) => {
+        if (this.ex) this.upstreamFailed(this.ex, err);
+      },
       data: (up, chunk) => {
         client.cork();
         this.guard(() => this.fromUpstream(up, chunk));
@@ -331,10 +334,7 @@ export class H1RelayConnection {
    * full: the call is answered UNAVAILABLE (503).
    */
   private upstream(ex: Exchange): boolean {
-    const admitted = this.hold.acquire((err) => {
-      if (this.ex === ex) this.upstreamFailed(ex, err);
-    });
-    if (admitted) return true;
+    if (this.hold.acquire()) return true;
     this.ctx.faults.upstreamQueueFull();
     ex.call.record.upstreamBusy = true;
     this.reply(ex, GrpcCode.UNAVAILABLE, queueFull(this.ctx.config.upstream.authority, this.ctx.config.h1Limits).message);

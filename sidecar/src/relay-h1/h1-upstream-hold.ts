@@ -29,6 +29,8 @@ export interface H1HoldHost {
   opened(at: number): void;
   /** Bytes from the connection held (the host guards their handling). */
   data(up: H1RelayUpstream, chunk: Buffer): void;
+  /** The wait at the gate failed (its endpoint left): the exchange that waited, the only one while it waits, fails. */
+  failed(err: Error): void;
   /** The connection held closed, and is held no more; `err` is what it reported, if anything. */
   closed(err: (Error & { code?: string }) | undefined): void;
   /** Whether the client is to be read may have changed: a connection came or went, or its writes wait for 'drain'. */
@@ -115,10 +117,8 @@ export class H1UpstreamHold {
    * The upstream connection the exchange goes on: the one held, or one the gate
    * gives, at once or after the calls waiting before it (what is written is
    * held meanwhile, and the client is not read). False when the queue is full.
-   * `failed` hears of a wait the gate ended without a connection; the hold
-   * stays queued until it is dropped.
    */
-  acquire(failed: (err: Error) => void): boolean {
+  acquire(): boolean {
     if (this.up || this.queued) return true;
     const queued = { bytes: [] as Buffer[], cancelled: false };
     this.queued = queued;
@@ -137,7 +137,9 @@ export class H1UpstreamHold {
       }),
       // The gate fails a waiting call only when its endpoint leaves, which the inbound relay's one upstream does not.
       fail: (err) => this.host.guard(() => {
-        if (this.queued === queued) failed(err);
+        if (this.queued !== queued) return;
+        this.queued = undefined;
+        this.host.failed(err);
       }),
     });
     if (admitted) {
