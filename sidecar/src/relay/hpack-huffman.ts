@@ -4,7 +4,8 @@
 //
 // The code is canonical (codes are handed out in order of length, then of
 // symbol), so the bit lengths below are the whole of Appendix B: the codes are
-// rebuilt from them, and the Appendix C vectors check the result.
+// rebuilt from them, and the Appendix C vectors check the result. The encoder
+// (huffmanLength, huffmanEncode) writes with the same rebuilt codes.
 
 /** Bit length of the code of each symbol 0–255 and of EOS (256), from RFC 7541 Appendix B. */
 // prettier-ignore
@@ -146,4 +147,48 @@ export function latin1(bytes: Uint8Array, start: number, n: number): string {
   const codes = CODES[n]!;
   for (let k = 0; k < n; k++) codes[k] = bytes[start + k]!;
   return String.fromCharCode.apply(null, codes);
+}
+
+// Encoding: each symbol's code and length, rebuilt once from CODE_LENGTHS.
+const ENCODE = huffmanCodes();
+const CODE = Uint32Array.from(ENCODE.codes);
+const LENGTH = Uint8Array.from(ENCODE.lengths);
+
+/** The octets `s` (latin1) takes Huffman coded, padding included (§5.2). */
+export function huffmanLength(s: string): number {
+  let bits = 0;
+  for (let k = 0; k < s.length; k++) bits += LENGTH[s.charCodeAt(k) & 0xff]!;
+  return (bits + 7) >>> 3;
+}
+
+/**
+ * Writes `s` (latin1) Huffman coded at `out[at]`, padded with the high bits of
+ * EOS (all ones, §5.2); returns the end. The caller has room for huffmanLength(s).
+ */
+export function huffmanEncode(out: Uint8Array, at: number, s: string): number {
+  // `acc` holds `n` pending bits, n < 8 between symbols; codes of up to 24 bits
+  // join it in one step (at most 31 bits, within the int32 bit operations), longer
+  // ones (only octets 0x00–0x1f, 0x7f–0xff) in two.
+  let acc = 0;
+  let n = 0;
+  for (let k = 0; k < s.length; k++) {
+    const sym = s.charCodeAt(k) & 0xff;
+    const code = CODE[sym]!;
+    const len = LENGTH[sym]!;
+    if (len > 24) {
+      acc = (acc << (len - 16)) | (code >>> 16);
+      n += len - 16;
+      while (n >= 8) out[at++] = (acc >>> (n -= 8)) & 0xff;
+      acc &= (1 << n) - 1;
+      acc = (acc << 16) | (code & 0xffff);
+      n += 16;
+    } else {
+      acc = (acc << len) | code;
+      n += len;
+    }
+    while (n >= 8) out[at++] = (acc >>> (n -= 8)) & 0xff;
+    acc &= (1 << n) - 1;
+  }
+  if (n > 0) out[at++] = ((acc << (8 - n)) | (0xff >>> n)) & 0xff;
+  return at;
 }

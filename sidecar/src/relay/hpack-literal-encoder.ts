@@ -12,16 +12,7 @@
 //
 // Strings go without Huffman coding: a larger block, less CPU. Names and values
 // are latin1 (one char per octet), as the decoder gives them.
-import { STATIC_NAME_INDEX, STATIC_TABLE } from './hpack-static-table.ts';
-
-/** Static index of a whole field, by name then value, for the few fields the table holds with a value. */
-const STATIC_FIELD_INDEX = new Map<string, Map<string, number>>();
-STATIC_TABLE.forEach(([name, value], i) => {
-  if (value === '') return;
-  let values = STATIC_FIELD_INDEX.get(name);
-  if (!values) STATIC_FIELD_INDEX.set(name, (values = new Map()));
-  values.set(value, i);
-});
+import { STATIC_FIELD_INDEX, STATIC_NAME_INDEX } from './hpack-static-table.ts';
 
 /** The length of the dynamic table size updates (§6.3) a block starts with; 0 if none. */
 export function leadingSizeUpdates(block: Uint8Array): number {
@@ -34,7 +25,7 @@ export function leadingSizeUpdates(block: Uint8Array): number {
 }
 
 /** §5.1 integer with an N-bit prefix whose other bits are `high`, at `at`; returns the end. */
-function putInt(out: Buffer, at: number, value: number, prefix: number, high: number): number {
+export function putInt(out: Buffer, at: number, value: number, prefix: number, high: number): number {
   const max = (1 << prefix) - 1;
   if (value < max) {
     out[at] = high | value;
@@ -50,8 +41,8 @@ function putInt(out: Buffer, at: number, value: number, prefix: number, high: nu
   return at + 1;
 }
 
-/** §5.2 string literal, raw octets. */
-function putString(out: Buffer, at: number, s: string): number {
+/** §5.2 string literal, raw octets (no Huffman), at `at`; returns the end. */
+export function putString(out: Buffer, at: number, s: string): number {
   const n = s.length;
   at = putInt(out, at, n, 7, 0);
   // Short strings (most header fields) are cheaper copied here than through Buffer.write's binding.

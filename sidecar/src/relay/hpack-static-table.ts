@@ -25,3 +25,15 @@ export const STATIC_LENGTH = STATIC_TABLE.length - 1;
 export const STATIC_NAME_INDEX: ReadonlyMap<string, number> = new Map(
   STATIC_TABLE.map(([name], i) => [name, i] as const).filter(([name], i) => i > 0 && name !== '').reverse(),
 );
+
+/** Static index of a whole field, by name then value, for the few fields the table holds with a value. */
+export const STATIC_FIELD_INDEX: ReadonlyMap<string, ReadonlyMap<string, number>> = (() => {
+  const byName = new Map<string, Map<string, number>>();
+  STATIC_TABLE.forEach(([name, value], i) => {
+    if (value === '') return;
+    let values = byName.get(name);
+    if (!values) byName.set(name, (values = new Map()));
+    values.set(value, i);
+  });
+  return byName;
+})();

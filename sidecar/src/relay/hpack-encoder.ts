@@ -1,0 +1,264 @@
+// An HPACK encoder with a dynamic table (RFC 7541), for the header blocks
+// rpcscope writes on a connection of its own: the outbound proxy decodes a
+// client's blocks and writes them anew for each endpoint connection, and the
+// responses the other way. Unlike hpack-literal-encoder.ts (which never touches
+// the peer's table), this one keeps a copy of the table it fills in the peer's
+// decoder, so that a field sent before costs one octet the next time.
+//
+// Indexing policy, field by field (the first row that applies):
+//
+//   field                                   representation (RFC 7541)   why
+//   position in `neverIndexed`              §6.2.3 never indexed        the client sent it so; §6.2.3 asks every hop to keep it so
+//   authorization, proxy-authorization      §6.2.3 never indexed        credentials: a table entry lets a compression oracle guess
+//                                                                       them (§7.1); nghttp2 sends authorization so too
+//   cookie under 20 octets                  §6.2.3 never indexed        short enough to guess by probing the table (nghttp2's rule)
+//   name and value in the static table      §6.1 indexed, static        one octet, no table state
+//   name and value in the dynamic table     §6.1 indexed, dynamic       one or two octets
+//   set-cookie                              §6.2.2 without indexing     a secret, and per response (nghttp2 does not index it)
+//   content-length, date                    §6.2.2 without indexing     change from message to message: an entry would only
+//   grpc-timeout, grpc-message                                          push out fields that repeat (grpc-timeout is the
+//   traceparent, tracestate, x-request-id                               deadline left, grpc-message the error text, trace and
+//                                                                       request ids are per call)
+//   :path with a query (?) or over 100      §6.2.2 without indexing     per-request URLs (ids, signed queries); nghttp2 indexes
+//     octets                                                            no :path at all, but a gRPC method path
+//                                                                       (/package.Service/Method) repeats call after call
+//   entry (§4.1 size) over 1/4 of the table §6.2.2 without indexing     it would evict a quarter of the table or more for a
+//                                                                       field that may not come again
+//   grpc-status                             §6.2.1 incremental          a handful of values, "0" nearly always: one octet per
+//                                                                       trailer block after the first
+//   anything else                           §6.2.1 incremental          user-agent, :authority, content-type, te,
+//                                                                       grpc-encoding… repeat on every call of a connection
+//
+// Names are taken from the static table, else from the newest dynamic entry of
+// that name, else written out (§6.2). Strings are Huffman coded (§5.2) unless
+// that is longer, raw otherwise. Names and values are latin1 (one char per octet),
+// as HpackDecoder gives them.
+import { huffmanEncode, huffmanLength } from './hpack-huffman.ts';
+import { putInt, putString } from './hpack-literal-encoder.ts';
+import { STATIC_FIELD_INDEX, STATIC_LENGTH, STATIC_NAME_INDEX } from './hpack-static-table.ts';
+
+/** §4.1: each entry costs its name and value octets plus 32. */
+const ENTRY_OVERHEAD = 32;
+
+/** How one field is written when the tables do not hold it whole. */
+export type Indexing = 'incremental' | 'without' | 'never';
+
+/** Chooses a field's representation; `tableMax` is the dynamic table's current maximum size. */
+export type IndexingPolicy = (name: string, value: string, tableMax: number) => Indexing;
+
+/** Names whose representation does not depend on the value (see the table above). */
+const BY_NAME = new Map<string, Indexing>([
+  ['authorization', 'never'],
+  ['proxy-authorization', 'never'],
+  ['set-cookie', 'without'],
+  ['content-length', 'without'],
+  ['date', 'without'],
+  ['grpc-timeout', 'without'],
+  ['grpc-message', 'without'],
+  ['traceparent', 'without'],
+  ['tracestate', 'without'],
+  ['x-request-id', 'without'],
+]);
+
+/** The longest :path indexed: past it a path is more likely a one-off URL than a method. */
+const LONGEST_INDEXED_PATH = 100;
+
+/** rpcscope's policy, the table at the top of this file. */
+export const rpcscopeIndexing: IndexingPolicy = (name, value, tableMax) => {
+  const fixed = BY_NAME.get(name);
+  if (fixed === 'never') return fixed;
+  if (name === 'cookie' && value.length < 20) return 'never';
+  if (fixed !== undefined) return fixed;
+  if (name === ':path' && (value.length > LONGEST_INDEXED_PATH || value.includes('?'))) return 'without';
+  if ((name.length + value.length + ENTRY_OVERHEAD) * 4 > tableMax) return 'without';
+  return 'incremental';
+};
+
+export interface HpackEncoderOptions {
+  /** Huffman code strings when shorter (default true); false writes every string raw. */
+  huffman?: boolean;
+  /** The representation of fields the tables do not hold whole (default rpcscopeIndexing). */
+  indexing?: IndexingPolicy;
+  /**
+   * The largest table rpcscope keeps for a peer, whatever its
+   * SETTINGS_HEADER_TABLE_SIZE (default 4096, nghttp2's cap for its encoder):
+   * a peer announcing a larger table does not make the proxy hold more per connection.
+   */
+  limit?: number;
+}
+
+/** The dynamic table's entries of one name: the newest's absolute index, and each value's newest. */
+interface NameEntries {
+  newest: number;
+  values: Map<string, number>;
+}
+
+export class HpackEncoder {
+  // The dynamic table as a ring over absolute insertion indices: entry `a` is
+  // at `a & mask`; `inserted` is the next index, the oldest live one is
+  // `inserted - count`. Its HPACK index is STATIC_LENGTH + inserted - a (§2.3.3).
+  private names: string[] = new Array<string>(32);
+  private values: string[] = new Array<string>(32);
+  private inserted = 0;
+  private count = 0;
+  private size = 0;
+  private max: number;
+  /** Name → value → newest absolute index; every key names a live entry (eviction removes what it evicts). */
+  private readonly byName = new Map<string, NameEntries>();
+  /** The smallest maximum set since the last block, and whether the next block starts with size updates (§4.2). */
+  private smallestSince = Infinity;
+  private updatePending = false;
+  private readonly huffman: boolean;
+  private readonly indexing: IndexingPolicy;
+  private readonly limit: number;
+
+  /** @param maxTableSize the table size both ends start with: SETTINGS_HEADER_TABLE_SIZE's initial 4096 (RFC 9113 §6.5.2). */
+  constructor(maxTableSize = 4096, options: HpackEncoderOptions = {}) {
+    this.huffman = options.huffman ?? true;
+    this.indexing = options.indexing ?? rpcscopeIndexing;
+    this.limit = options.limit ?? 4096;
+    this.max = maxTableSize;
+    if (maxTableSize > this.limit) this.setMaxTableSize(maxTableSize);
+  }
+
+  /** Octets the dynamic table holds (§4.1 size: name + value + 32 per entry). */
+  get tableSize(): number {
+    return this.size;
+  }
+
+  /** The dynamic table's current maximum size. */
+  get maxTableSize(): number {
+    return this.max;
+  }
+
+  /** The dynamic table's entries, newest first (index 62 first), as HpackDecoder.entries() gives them. */
+  entries(): [string, string][] {
+    const list: [string, string][] = [];
+    const mask = this.names.length - 1;
+    for (let a = this.inserted - 1; a >= this.inserted - this.count; a--) list.push([this.names[a & mask]!, this.values[a & mask]!]);
+    return list;
+  }
+
+  /**
+   * The peer's SETTINGS_HEADER_TABLE_SIZE changed: the table shrinks (evicting)
+   * at once, and the next block starts with a dynamic table size update (§4.2,
+   * §6.3). Several changes between blocks: the block signals the smallest, then
+   * the final (§4.2), so the peer evicts what this table evicted.
+   */
+  setMaxTableSize(size: number): void {
+    const next = Math.min(size, this.limit);
+    if (next === this.max && !this.updatePending) return;
+    this.updatePending = true;
+    if (next < this.smallestSince) this.smallestSince = next;
+    this.max = next;
+    this.evict(next);
+  }
+
+  /**
+   * Encodes `list` (name, value, name, value…; lower-case names, latin1
+   * strings). `neverIndexed`: sorted field positions (0 for the first field)
+   * to send as never-indexed literals (§6.2.3). Returns a fresh Buffer.
+   */
+  encode(list: readonly string[], neverIndexed: readonly number[] = NONE): Buffer {
+    // Each field costs at most its raw octets plus three integers of up to 5
+    // octets (indices and lengths under 2^28); Huffman is used only when shorter.
+    let room = 12;
+    for (let i = 0; i < list.length; i++) room += list[i]!.length + (i & 1 ? 5 : 10);
+    const out = Buffer.allocUnsafe(room);
+    let at = 0;
+    if (this.updatePending) {
+      if (this.smallestSince < this.max) at = putInt(out, at, this.smallestSince, 5, 0x20);
+      at = putInt(out, at, this.max, 5, 0x20);
+      this.updatePending = false;
+      this.smallestSince = Infinity;
+    }
+    let sensitive = 0;
+    for (let i = 0, field = 0; i < list.length; i += 2, field++) {
+      const never = sensitive < neverIndexed.length && neverIndexed[sensitive] === field;
+      if (never) sensitive++;
+      at = this.putField(out, at, list[i]!, list[i + 1]!, never);
+    }
+    return out.subarray(0, at);
+  }
+
+  private putField(out: Buffer, at: number, name: string, value: string, never: boolean): number {
+    const how = never ? 'never' : this.indexing(name, value, this.max);
+    const entries = this.byName.get(name);
+    if (how !== 'never') {
+      // §6.1: the whole field from the static table, else the dynamic table.
+      const whole = STATIC_FIELD_INDEX.get(name)?.get(value);
+      if (whole !== undefined) return putInt(out, at, whole, 7, 0x80);
+      const a = entries?.values.get(value);
+      if (a !== undefined) return putInt(out, at, STATIC_LENGTH + this.inserted - a, 7, 0x80);
+    }
+    // §6.2: a literal, the name by index when either table has it.
+    const nameIndex = STATIC_NAME_INDEX.get(name) ?? (entries ? STATIC_LENGTH + this.inserted - entries.newest : 0);
+    if (how === 'incremental') at = putInt(out, at, nameIndex, 6, 0x40);
+    else at = putInt(out, at, nameIndex, 4, how === 'never' ? 0x10 : 0);
+    if (nameIndex === 0) at = this.putString(out, at, name);
+    at = this.putString(out, at, value);
+    // Inserted after the name index is written: the peer reads the name before the entry evicts it (§4.4).
+    if (how === 'incremental') this.insert(name, value);
+    return at;
+  }
+
+  /** §5.2: Huffman coded unless that is longer (at equal length too, as Appendix C.6 codes "307"), else raw. */
+  private putString(out: Buffer, at: number, s: string): number {
+    if (this.huffman && s.length > 0) {
+      const n = huffmanLength(s);
+      if (n <= s.length) return huffmanEncode(out, putInt(out, at, n, 7, 0x80), s);
+    }
+    return putString(out, at, s);
+  }
+
+  private insert(name: string, value: string): void {
+    const cost = name.length + value.length + ENTRY_OVERHEAD;
+    // §4.4: an entry larger than the table empties it and is not added.
+    if (cost > this.max) return this.evict(0);
+    this.evict(this.max - cost);
+    if (this.count === this.names.length) this.grow();
+    const a = this.inserted++;
+    const mask = this.names.length - 1;
+    this.names[a & mask] = name;
+    this.values[a & mask] = value;
+    this.count++;
+    this.size += cost;
+    const entries = this.byName.get(name);
+    if (entries) {
+      entries.newest = a;
+      entries.values.set(value, a);
+    } else this.byName.set(name, { newest: a, values: new Map([[value, a]]) });
+  }
+
+  /** Drops the oldest entries until the table holds at most `room` octets (§4.3). */
+  private evict(room: number): void {
+    const mask = this.names.length - 1;
+    while (this.size > room && this.count > 0) {
+      const a = this.inserted - this.count;
+      const name = this.names[a & mask]!;
+      const value = this.values[a & mask]!;
+      this.size -= name.length + value.length + ENTRY_OVERHEAD;
+      this.count--;
+      this.names[a & mask] = '';
+      this.values[a & mask] = '';
+      // The oldest entry: if the maps point at it, no newer entry has its name or value.
+      const entries = this.byName.get(name)!;
+      if (entries.newest === a) this.byName.delete(name);
+      else if (entries.values.get(value) === a) entries.values.delete(value);
+    }
+  }
+
+  private grow(): void {
+    const cap = this.names.length;
+    const names = new Array<string>(cap * 2);
+    const values = new Array<string>(cap * 2);
+    for (let a = this.inserted - this.count; a < this.inserted; a++) {
+      names[a & (cap * 2 - 1)] = this.names[a & (cap - 1)]!;
+      values[a & (cap * 2 - 1)] = this.values[a & (cap - 1)]!;
+    }
+    this.names = names;
+    this.values = values;
+  }
+}
+
+const NONE: readonly number[] = [];
