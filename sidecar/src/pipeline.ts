@@ -32,8 +32,11 @@ import { connectProbe } from './upstream/balancer/connect-probe.ts';
 import { dnsResolver, staticResolver } from './upstream/balancer/resolver.ts';
 import { BalancedUpstreams, fixedUpstreams, type Upstreams } from './upstream/balancer/upstreams.ts';
 import type { Config } from './config/load.ts';
-import { ProxyListener, type ListenSettings } from './listen/listener.ts';
+import { ProxyListener, type H2Relays, type ListenSettings } from './listen/listener.ts';
 import { relayApplies } from './relay/relay-applies.ts';
+import { RelaySet } from './relay/relay-set.ts';
+import { balancedRelayApplies } from './relay-balanced/balanced-applies.ts';
+import { BalancedRelaySet } from './relay-balanced/balanced-relay-set.ts';
 import { h1RelayApplies } from './relay-h1/h1-relay-applies.ts';
 import type { Logger } from './log.ts';
 import { Faults } from './call/faults.ts';
@@ -73,7 +76,7 @@ export interface SidecarParts {
 // The listener accepts each connection (plain or TLS), enforces the connection
 // budgets and timeouts, tells HTTP/1.1 from HTTP/2, and hands the connection to
 // the relay or the terminating server (listen/listener.ts).
-function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): ProxyListener {
+function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders, relays: H2Relays | undefined): ProxyListener {
   const { tlsCert, tlsKey, maxConnections, firstByteTimeoutMs, requestHeadersTimeoutMs, idleTimeoutMs, keepaliveIntervalMs, keepaliveTimeoutMs, maxConnectionAgeMs, maxConnectionAgeGraceMs } = config;
   const settings: ListenSettings = {
     tlsCert,
@@ -86,7 +89,7 @@ function accept(ctx: ProxyContext, config: Config, forwarders: Forwarders): Prox
     keepaliveTimeoutMs,
     maxConnectionAgeMs,
     maxConnectionAgeGraceMs,
-    relay: relayApplies(config),
+    relays,
     http1Relay: h1RelayApplies(config),
   };
   return new ProxyListener(ctx, settings, forwarders);
@@ -213,6 +216,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const retire: BalancedUpstreams['opts']['retire'] = (target) => {
     h2.closeTarget(target);
     h1.closeTarget(target);
+    balanced?.closeTarget(target);
   };
   const faults = new Faults(log);
   const upstreams = createUpstreams(config, log, retire, faults);
@@ -251,8 +255,12 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
   const shadow = translating?.shadow;
   if (shadow) observation.addMetrics?.(shadow.families);
 
+  // The HTTP/2 relay, when one applies: frames passed 1:1 (inbound), or mapped per call onto pooled endpoint connections (outbound).
+  const balanced = balancedRelayApplies(config) ? new BalancedRelaySet(ctx) : undefined;
+  const relays: H2Relays | undefined = balanced ?? (relayApplies(config) ? new RelaySet(ctx) : undefined);
+
   await upstreams.start();
-  const listener = accept(ctx, config, parts.forwarders ?? FORWARDERS);
+  const listener = accept(ctx, config, parts.forwarders ?? FORWARDERS, relays);
   let draining = false;
   let listening = false;
   // --debug-endpoints false: the admin port says nothing about who is connected or what they call.

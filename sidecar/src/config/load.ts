@@ -82,6 +82,8 @@ export interface Config {
   dataPlane: 'relay' | 'terminate';
   /** How inbound HTTP/1.1 is carried: relayed connection to connection, or terminated per call. */
   http1DataPlane: 'relay' | 'terminate';
+  /** How outbound HTTP/2 is carried: frames mapped per call onto pooled endpoint connections, or terminated per call. */
+  outboundDataPlane: 'relay' | 'terminate';
   /** `off`, `stdout`, `stderr` or the path of a file appended to. */
   accessLog: string;
   /** The share of calls the access log writes, 0 to 1. */
@@ -320,6 +322,7 @@ function toConfig(v: Map<Flag, Value | undefined>): Config {
     adminTokenFile: v.get('admin-token-file') as string | undefined,
     dataPlane: v.get('data-plane') as Config['dataPlane'],
     http1DataPlane: v.get('http1-data-plane') as Config['http1DataPlane'],
+    outboundDataPlane: v.get('outbound-data-plane') as Config['outboundDataPlane'],
     accessLog,
     accessLogSample: v.get('access-log-sample') as number,
   });

@@ -10,13 +10,13 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { HostPort } from '../config/parse-value.ts';
 import type { TerminationReason } from '../call/faults.ts';
+import type { ConnectionRecord } from '../call/observer.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import type { Forwarders } from '../proxy/forwarders.ts';
 import { abandonH1, abandonH2 } from '../proxy/call-guard.ts';
 import { now } from '../clock.ts';
 import { ConnectionTimeouts, type Expiry } from './connection-timeouts.ts';
 import { ClientConnection, destroyAfterLinger, type AskToGo } from './client-connection.ts';
-import { RelaySet } from '../relay/relay-set.ts';
 import { H1RelaySet } from '../relay-h1/h1-relay-set.ts';
 import { ResetBudget } from '../h2/reset-budget.ts';
 import { CONTROL_FRAME_BUDGETS, ControlFrameBudget } from '../h2/control-frame-budget.ts';
@@ -81,10 +81,20 @@ export interface ListenSettings {
   readonly keepaliveTimeoutMs: number;
   readonly maxConnectionAgeMs: number;
   readonly maxConnectionAgeGraceMs: number;
-  /** Whether HTTP/2 connections go to the relay (relay/relay-applies.ts). */
-  readonly relay: boolean;
+  /** Where HTTP/2 connections go when a relay applies (relay/relay-applies.ts, relay-balanced/balanced-applies.ts); undefined: node:http2. */
+  readonly relays: H2Relays | undefined;
   /** Whether HTTP/1.1 connections may go to the HTTP/1.1 relay (relay-h1/h1-relay-applies.ts); H1RelaySet decides each one. */
   readonly http1Relay: boolean;
+}
+
+/** The HTTP/2 relay a listener hands connections to (relay/relay-set.ts, relay-balanced/balanced-relay-set.ts), built by the composition root. */
+export interface H2Relays {
+  /** Takes `socket`, or has `terminate` hand it to node:http2. */
+  add(socket: net.Socket, conn: ConnectionRecord, terminate: () => void): void;
+  /** Whether `socket` is relayed; if so, it is asked to go. */
+  ageOut(socket: net.Socket): boolean;
+  drain(): void;
+  destroy(): void;
 }
 
 export class ProxyListener {
@@ -115,7 +125,7 @@ export class ProxyListener {
   private draining = false;
   private readonly timeouts: ConnectionTimeouts;
   /** HTTP/2 connections relayed frame by frame (--data-plane relay), when the relay applies. */
-  private readonly relays: RelaySet | undefined;
+  private readonly relays: H2Relays | undefined;
   /** HTTP/1.1 connections relayed to one upstream connection each (--http1-data-plane relay). */
   private readonly h1Relays: H1RelaySet | undefined;
   /** When a connection closed past --max-connections was last logged, and how many were closed since without a line. */
@@ -145,7 +155,7 @@ export class ProxyListener {
       this.refuse(socket, '405 Method Not Allowed', NOT_A_TUNNEL);
     });
 
-    this.relays = settings.relay ? new RelaySet(ctx) : undefined;
+    this.relays = settings.relays;
     this.h1Relays = settings.http1Relay ? new H1RelaySet(ctx) : undefined;
 
     const { tlsCert, tlsKey } = settings;

@@ -21,7 +21,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['call'],
   ['observe'],
   ['upstream'],
-  ['relay', 'relay-h1'],
+  ['relay', 'relay-h1', 'relay-balanced'],
   ['proxy'],
   ['transcode'],
   ['listen'],
@@ -32,7 +32,7 @@ const LAYERS: readonly (readonly string[])[] = [
 ];
 
 /** The two data planes: each takes the call and the upstream side from below, and neither imports the other. */
-const APART: readonly (readonly string[])[] = [['relay', 'relay-h1'], ['proxy', 'transcode']];
+const APART: readonly (readonly string[])[] = [['relay', 'relay-h1', 'relay-balanced'], ['proxy', 'transcode']];
 
 /** Imports up a layer that are known, each with why it is still there. */
 const BENDS: ReadonlyMap<string, string> = new Map<string, string>([]);

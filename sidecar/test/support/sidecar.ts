@@ -92,7 +92,7 @@ export interface TestSidecar {
  */
 function dataPlaneEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const name of ['RPCSCOPE_DATA_PLANE', 'RPCSCOPE_HTTP1_DATA_PLANE']) if (process.env[name] !== undefined) env[name] = process.env[name];
+  for (const name of ['RPCSCOPE_DATA_PLANE', 'RPCSCOPE_HTTP1_DATA_PLANE', 'RPCSCOPE_OUTBOUND_DATA_PLANE']) if (process.env[name] !== undefined) env[name] = process.env[name];
   return env;
 }
 

@@ -1,0 +1,21 @@
+// Whether outbound HTTP/2 connections go to the balanced relay
+// (--outbound-data-plane relay): an endpoint picked per call, frames mapped
+// between the client's connection and pooled endpoint connections. What needs a
+// call of its own — translation, mirroring, an HTTP/1.1 service — keeps the
+// terminating path (node:http2).
+import type { Config } from '../config/load.ts';
+
+export type BalancedChoice = Pick<Config, 'outboundDataPlane' | 'mode' | 'grpcUpstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
+
+export function balancedRelayApplies(config: BalancedChoice): boolean {
+  return (
+    config.outboundDataPlane === 'relay' &&
+    config.mode === 'outbound' &&
+    config.grpcUpstream === undefined &&
+    config.upstreamProtocol !== 'http1' &&
+    !config.transcode &&
+    !config.grpcWebBridge &&
+    config.split.size === 0 &&
+    config.shadow === undefined
+  );
+}

@@ -1,0 +1,329 @@
+// One call on the balanced relay: a client's stream joined to a stream on the
+// connection of the endpoint its pick chose. Header lists go across decoded and
+// are encoded anew for the other hop (h2-hop.ts); DATA payloads go across as they
+// are; each side's credit goes back once the octets left on the other side.
+//
+// How a call ends, and what each side sees — the terminating path's guarantees
+// (proxy/forward-h2.ts), kept here at frame level:
+//
+// | event                                            | the client gets                                  | the call ends as        |
+// |--------------------------------------------------|--------------------------------------------------|-------------------------|
+// | response ended, request ended                    | the endpoint's frames                            | whole                   |
+// | endpoint reset before its response ended         | RST_STREAM with the endpoint's code              | reset by the upstream   |
+// | refused unprocessed (REFUSED_STREAM, or past the GOAWAY's last id), body held | nothing: sent once more on another connection | as that attempt ends |
+// | endpoint connection never came up                | a local UNAVAILABLE in its protocol              | upstream unreachable    |
+// | endpoint connection lost, no response yet        | a local UNAVAILABLE ("upstream connection lost") | upstream, connection closed |
+// | lost mid-response, between protocol frames      | the protocol's own UNAVAILABLE ending            | upstream, connection closed |
+// | lost mid-frame (or REST)                         | RST_STREAM INTERNAL_ERROR                        | upstream, connection closed |
+// | client reset, or its connection closed           | -                                                | reset by the client     |
+// | deadline passed (--enforce-deadlines)            | DEADLINE_EXCEEDED, or RST_STREAM CANCEL once answering | proxy, CANCEL     |
+import type { ConnectionRecord } from '../call/observer.ts';
+import { Call } from '../call/call.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
+import { detectRequest } from '../protocol/detect.ts';
+import { headerText } from '../protocol/header-text.ts';
+import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../protocol/local-reply.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { GrpcCode } from '../protocol/status-codes.ts';
+import { now } from '../clock.ts';
+import type { HeaderList } from '../relay/hpack-decoder.ts';
+import { headerBag } from '../relay/relay-stream.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries.ts';
+import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
+import type { H2Hop, HopStream, StreamSink } from './h2-hop.ts';
+
+/** Where the response to the client stands: nothing sent, headers sent, or its last frame queued. */
+type Response = 'pending' | 'streaming' | 'ended';
+
+export class BalancedCall {
+  readonly call: Call;
+  private readonly down: HopStream;
+  private ep: EndpointHop | undefined;
+  private up: HopStream | undefined;
+  /** The request as sent to the endpoint, kept while the call may be sent again. */
+  private request: HeaderList | undefined;
+  private body: Buffer[] | undefined = [];
+  private bodyBytes = 0;
+  private requestEnded: boolean;
+  private response: Response = 'pending';
+  private responseEnded = false;
+  private trailersSeen = false;
+  private retried = false;
+  /** Octets of a request body sent again: credited to the client once already. */
+  private resent = 0;
+  private ended = false;
+  private readonly contentType: string | undefined;
+  private readonly base64: boolean;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    conn: ConnectionRecord,
+    private readonly client: H2Hop,
+    id: number,
+    list: HeaderList,
+    end: boolean,
+    private readonly endpoints: EndpointHops,
+    private readonly onEnd: (id: number) => void,
+  ) {
+    const headers = headerBag(list);
+    const method = headerText(headers[':method']) ?? 'GET';
+    const { detected, bare, contentType } = detectRequest(method, headerText(headers[':path']) ?? '/', headers, ctx.config.trpcPrefix);
+    this.contentType = contentType;
+    this.base64 = detected.base64;
+    this.requestEnded = end;
+    this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
+    this.down = client.accept(id, this.clientSink());
+    const target = this.call.target;
+    if (!target) {
+      this.call.record.upstreamUnreachable = true;
+      this.reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
+      this.finish();
+      return;
+    }
+    this.request = this.upstreamRequest(list, target.tls);
+    this.call.enforceDeadline(() => this.deadline());
+    this.attempt();
+  }
+
+  /** The client's request as the endpoint gets it: its own :scheme, and the call's traceparent when tracing. */
+  private upstreamRequest(list: HeaderList, tls: boolean): HeaderList {
+    const out: string[] = [];
+    const traceparent = this.call.traceparent;
+    for (let i = 0; i < list.length; i += 2) {
+      const name = list[i]!;
+      if (name === ':scheme') out.push(name, tls ? 'https' : 'http');
+      else if (traceparent === undefined || name !== 'traceparent') out.push(name, list[i + 1]!);
+    }
+    if (traceparent !== undefined) out.push('traceparent', traceparent);
+    return out;
+  }
+
+  private attempt(): void {
+    const target = this.call.target!;
+    const ep = (this.ep = this.endpoints.get(target));
+    const up = (this.up = ep.open(this.request!, this.requestEnded && this.bodyBytes === 0, this.endpointSink()));
+    if (this.retried) this.call.record.upstream = target.authority;
+    else this.call.sent(target.authority);
+    if (this.body && this.bodyBytes > 0) {
+      this.resent = this.bodyBytes;
+      for (let i = 0; i < this.body.length; i++) ep.hop.data(up, this.body[i]!, this.requestEnded && i === this.body.length - 1);
+    }
+  }
+
+  private clientSink(): StreamSink {
+    return {
+      headers: (list, end) => {
+        // Request trailers: gRPC sends none; passed on as they are.
+        if (end) this.requestEnded = true;
+        if (this.up && this.ep) this.ep.hop.headers(this.up, list.slice(), end);
+        if (end) this.maybeEnd();
+      },
+      data: (chunk, end) => {
+        if (end) this.requestEnded = true;
+        if (chunk.length > 0) {
+          this.call.tap.requestData(chunk);
+          this.hold(chunk);
+        }
+        if (this.up && this.ep) this.ep.hop.data(this.up, chunk, end);
+        else if (chunk.length > 0) this.client.consumed(this.down, chunk.length);
+        if (end) this.maybeEnd();
+      },
+      reset: (code) => this.clientReset(code),
+      sent: (octets) => {
+        if (this.up && this.ep) this.ep.hop.consumed(this.up, octets);
+      },
+    };
+  }
+
+  private endpointSink(): EndpointStreamSink {
+    return {
+      headers: (list, end) => this.responseHeaders(list, end),
+      data: (chunk, end) => {
+        if (chunk.length > 0) this.call.tap.responseData(chunk);
+        if (end) this.responseComplete();
+        this.client.data(this.down, chunk, end);
+        if (end) this.maybeEnd();
+      },
+      reset: (code) => this.endpointReset(code),
+      sent: (octets) => {
+        const skip = Math.min(octets, this.resent);
+        this.resent -= skip;
+        if (octets - skip > 0) this.client.consumed(this.down, octets - skip);
+      },
+      lost: (reached, error) => this.lost(reached, error),
+      refused: () => this.refused('goaway'),
+    };
+  }
+
+  /** Request body, held while the call may be sent again (until the response begins, within RETRY_BODY_LIMIT). */
+  private hold(chunk: Buffer): void {
+    this.bodyBytes += chunk.length;
+    if (!this.body) return;
+    if (this.bodyBytes > RETRY_BODY_LIMIT) this.body = undefined;
+    else this.body.push(chunk);
+  }
+
+  private responseHeaders(list: HeaderList, end: boolean): void {
+    const { record, tap } = this.call;
+    const headers = headerBag(list);
+    if (this.response !== 'pending') {
+      this.trailersSeen = true;
+      tap.responseTrailers(headers);
+    } else {
+      const status = Number(headerText(headers[':status']));
+      if (status >= 200) {
+        this.response = 'streaming';
+        this.body = undefined;
+        this.request = undefined;
+        record.upstreamHeadersTime = now();
+        const connectedAt = this.ep?.link.connectedAt;
+        if (connectedAt !== undefined && connectedAt > record.upstreamStartTime!) record.upstreamStartTime = connectedAt;
+        tap.responseHeaders(status, headers);
+      }
+    }
+    if (end) this.responseComplete();
+    this.client.headers(this.down, list.slice(), end);
+    if (end) this.maybeEnd();
+  }
+
+  private responseComplete(): void {
+    this.responseEnded = true;
+    this.response = 'ended';
+    this.call.record.upstreamEndTime = now();
+  }
+
+  /** Both sides done: the call is whole. */
+  private maybeEnd(): void {
+    if (this.responseEnded && this.requestEnded) this.finish();
+  }
+
+  /** The endpoint reset the call's stream. */
+  private endpointReset(code: number): void {
+    if (this.ended) return;
+    if (code === Http2Error.REFUSED_STREAM && this.response === 'pending' && this.refused('refused_stream')) return;
+    this.client.reset(this.down, code);
+    // A response that ended, or proved its end (trailers, a status frame), is whole: the reset only stops the request (RFC 9113 §8.1).
+    if (this.responseEnded && (code === Http2Error.NO_ERROR || this.trailersSeen || this.call.tap.sawEndFrame())) return this.finish();
+    this.finish({ side: 'upstream', code });
+  }
+
+  /** The endpoint never worked on the call: sent once more if its whole body is at hand; true if so. */
+  private refused(reason: RetryReason): boolean {
+    if (this.ended) return true;
+    this.doneUpstream();
+    if (!this.retried && this.body && this.response === 'pending') {
+      this.retried = true;
+      this.ctx.retries.retried(reason);
+      this.attempt();
+      return true;
+    }
+    this.client.reset(this.down, Http2Error.REFUSED_STREAM);
+    this.finish({ side: 'upstream', code: Http2Error.REFUSED_STREAM });
+    return true;
+  }
+
+  /** The endpoint's connection went before the call ended. */
+  private lost(reached: boolean, error: Error | undefined): void {
+    if (this.ended) return;
+    const { record, tap } = this.call;
+    this.up = undefined;
+    if (!reached) {
+      record.upstreamUnreachable = true;
+      const code = (error as { code?: string } | undefined)?.code;
+      this.reply(GrpcCode.UNAVAILABLE, `upstream unavailable: ${code ?? error?.message ?? 'connection failed'}`);
+      return this.finish();
+    }
+    record.upstreamLost = true;
+    const reset: CallReset = { side: 'upstream', code: CONNECTION_CLOSED };
+    if (this.response === 'pending') {
+      this.reply(GrpcCode.UNAVAILABLE, UPSTREAM_LOST);
+      return this.finish(reset);
+    }
+    record.upstreamEndTime = now();
+    const { protocol, framed } = record;
+    const ending = !this.responseEnded && tap.responseAtBoundary() ? upstreamLostEnding(protocol, framed, this.base64, true) : undefined;
+    if (!ending) this.client.reset(this.down, Http2Error.INTERNAL_ERROR);
+    else {
+      if (ending.body) {
+        tap.responseData(ending.body);
+        this.client.data(this.down, ending.body, !ending.trailers);
+      }
+      if (ending.trailers) {
+        tap.responseTrailers(ending.trailers);
+        this.client.headers(this.down, Object.entries(ending.trailers).flat(), true);
+      }
+      if (!this.requestEnded) this.client.reset(this.down, Http2Error.NO_ERROR);
+    }
+    this.finish(reset);
+  }
+
+  /** --enforce-deadlines: the caller's deadline passed. */
+  private deadline(): void {
+    if (this.ended) return;
+    this.cancelUpstream(Http2Error.CANCEL);
+    if (this.response === 'pending') {
+      this.reply(GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
+      return this.finish();
+    }
+    this.client.reset(this.down, Http2Error.CANCEL);
+    this.finish({ side: 'proxy', code: Http2Error.CANCEL });
+  }
+
+  /** The client reset its stream. */
+  clientReset(code: number): void {
+    if (this.ended) return;
+    this.cancelUpstream(code === Http2Error.NO_ERROR || code === CONNECTION_CLOSED ? Http2Error.CANCEL : code);
+    if (this.responseEnded) return this.finish();
+    this.finish({ side: 'client', code });
+  }
+
+  /** The client's connection is gone with the call open. */
+  clientGone(): void {
+    this.clientReset(CONNECTION_CLOSED);
+  }
+
+  /** The relay's own answer, in the call's protocol (protocol/local-reply.ts). */
+  private reply(code: LocalCode, message: string): void {
+    if (this.response !== 'pending') return;
+    this.response = 'ended';
+    const { record, tap } = this.call;
+    const r = localReply(record.protocol, record.framed, this.contentType, code, message);
+    tap.responseHeaders(r.status, r.headers);
+    const fields = [':status', String(r.status), ...Object.entries(r.headers).flat()];
+    this.client.headers(this.down, fields, !r.body);
+    if (r.body) {
+      tap.responseData(r.body);
+      this.client.data(this.down, r.body, true);
+    }
+    // The request need not be read further (RFC 9113 §8.1).
+    if (!this.requestEnded) this.client.reset(this.down, Http2Error.NO_ERROR);
+  }
+
+  private cancelUpstream(code: number): void {
+    if (this.up && this.ep) this.ep.hop.reset(this.up, code);
+    this.doneUpstream();
+  }
+
+  private doneUpstream(): void {
+    if (this.up && this.ep) {
+      this.ep.done(this.up);
+      this.ep.idleCheck();
+    }
+    this.up = undefined;
+  }
+
+  /** Whether the call is over (a call answered as it opened never joins its connection's calls). */
+  get over(): boolean {
+    return this.ended;
+  }
+
+  private finish(reset?: CallReset): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.doneUpstream();
+    this.body = undefined;
+    this.call.end(reset);
+    this.onEnd(this.down.id);
+  }
+}

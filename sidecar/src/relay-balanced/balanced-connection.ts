@@ -1,0 +1,122 @@
+// One client's HTTP/2 connection on the balanced relay (outbound, per-call
+// balancing at frame level): rpcscope is the HTTP/2 server here (h2-hop.ts), and
+// each stream the client opens becomes a call (balanced-call.ts) on a connection
+// to the endpoint its pick chose (endpoint-hops.ts). The connection's own part is
+// its streams as a whole: refusals past its limits, floods cut (frame-budget.ts),
+// the two-step GOAWAY when it ages out or the sidecar drains, and every call
+// ending when the client goes.
+import type net from 'node:net';
+import type { ConnectionRecord } from '../call/observer.ts';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { ClientFrameBudget } from '../relay/frame-budget.ts';
+import type { HeaderList } from '../relay/hpack-decoder.ts';
+import { MAX_STREAMS } from '../relay/relay-calls.ts';
+import type { ProxyContext } from '../upstream/context.ts';
+import { BalancedCall } from './balanced-call.ts';
+import type { EndpointHops } from './endpoint-hops.ts';
+import { H2Hop, type StreamSink } from './h2-hop.ts';
+
+/** What a client connection is given: streams of 256 KiB, 1 MiB in all, credited once passed on, and MAX_STREAMS at once. */
+const CLIENT_WINDOWS = { stream: 256 * 1024, connection: 1024 * 1024, creditOnReceipt: false, maxStreams: MAX_STREAMS } as const;
+
+/** Between the two GOAWAYs: time for streams the client sent before the first to arrive. */
+const SECOND_GOAWAY_MS = 1000;
+
+export class BalancedConnection {
+  private readonly hop: H2Hop;
+  private readonly calls = new Map<number, BalancedCall>();
+  private readonly budget = new ClientFrameBudget();
+  /** The second GOAWAY went: the connection closes once its calls are over. */
+  private draining = false;
+  private done = false;
+
+  constructor(private readonly ctx: ProxyContext, private readonly conn: ConnectionRecord, private readonly socket: net.Socket, private readonly endpoints: EndpointHops) {
+    socket.setNoDelay(true);
+    // Floods are cut before their frames are read (frame-budget.ts).
+    socket.prependListener('data', (chunk: Buffer) => {
+      const flood = this.budget.read(chunk);
+      if (flood) this.cut(flood.reason, flood.message);
+    });
+    this.hop = new H2Hop(socket, 'server', {
+      opened: (id, list, end, overflowed) => this.opened(id, list, end, overflowed),
+      settled: () => {},
+      goaway: (_last, code) => ctx.observer.goaway('client', code),
+      closed: () => this.closed(),
+      dataFrameSent: () => this.budget.dataFrameSent(),
+    }, CLIENT_WINDOWS);
+    this.hop.start();
+    socket.resume();
+  }
+
+  private opened(id: number, list: HeaderList, end: boolean, overflowed: boolean): StreamSink | undefined {
+    if (overflowed) {
+      this.ctx.faults.streamRefused('memory_budget');
+      return void this.refuse(id, Http2Error.REFUSED_STREAM);
+    }
+    if (this.calls.size >= MAX_STREAMS) {
+      this.ctx.faults.streamRefused('stream_limit');
+      return void this.refuse(id, Http2Error.REFUSED_STREAM);
+    }
+    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, end, this.endpoints, (ended) => this.ended(ended));
+    if (call.over) return this.hop.streams.get(id)?.sink;
+    this.calls.set(id, call);
+    return this.hop.streams.get(id)?.sink;
+  }
+
+  /** A stream refused before it was a call: RST_STREAM with `code` (REFUSED_STREAM: the client may send it again, RFC 9113 §8.7). */
+  private refuse(id: number, code: number): void {
+    const s = this.hop.accept(id, undefined as unknown as StreamSink);
+    this.hop.reset(s, code);
+  }
+
+  private ended(id: number): void {
+    this.calls.delete(id);
+    if (this.draining && this.calls.size === 0) this.close();
+  }
+
+  /** The client's connection went: its calls end as the client's doing. */
+  private closed(): void {
+    if (this.done) return;
+    this.done = true;
+    for (const call of [...this.calls.values()]) call.clientGone();
+    this.calls.clear();
+    this.socket.destroy();
+  }
+
+  /** A flood: GOAWAY ENHANCE_YOUR_CALM, and the connection ends (as the 1:1 relay ends it). */
+  private cut(reason: Parameters<ProxyContext['faults']['connectionTerminated']>[0], message: string): void {
+    if (this.done) return;
+    this.ctx.faults.connectionTerminated(reason);
+    this.ctx.observer.goaway('proxy', Http2Error.ENHANCE_YOUR_CALM);
+    this.ctx.log.warn('client connection cut', { reason, detail: message });
+    this.hop.fail(Http2Error.ENHANCE_YOUR_CALM, new Error(message));
+  }
+
+  /**
+   * The two-step GOAWAY (--max-connection-age, SIGTERM): first with the largest id,
+   * so streams in flight still arrive; a second later with the last one opened,
+   * and the connection closes once its calls have ended.
+   */
+  goAway(): void {
+    if (this.done || this.hop.goingAway) return;
+    this.hop.goAway(Http2Error.NO_ERROR, 0x7fffffff);
+    this.ctx.observer.goaway('proxy', Http2Error.NO_ERROR);
+    this.hop.goingAway = false;
+    setTimeout(() => {
+      if (this.done) return;
+      this.hop.goAway(Http2Error.NO_ERROR);
+      this.draining = true;
+      if (this.calls.size === 0) this.close();
+    }, SECOND_GOAWAY_MS).unref();
+  }
+
+  private close(): void {
+    if (this.done) return;
+    this.hop.end();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+}

@@ -1,0 +1,529 @@
+// One HTTP/2 connection that rpcscope speaks itself, on one hop of the balanced
+// relay: toward a client (server role) or toward an endpoint (client role). Unlike
+// the 1:1 relay, nothing here passes through: each hop has its own stream ids,
+// SETTINGS, flow-control windows and HPACK contexts (RFC 9113 §5, §6.5, §6.9;
+// RFC 7541), as nghttpx and Envoy's codec keep them. What a call carries — header
+// lists decoded, DATA payloads untouched — goes from one hop's stream to the
+// other's (balanced-call.ts).
+//
+// Flow control, per hop (RFC 9113 §6.9):
+//
+// | window                      | who keeps it | how it opens again                                            |
+// |-----------------------------|--------------|---------------------------------------------------------------|
+// | send, per stream            | the peer     | its WINDOW_UPDATEs, and SETTINGS_INITIAL_WINDOW_SIZE deltas   |
+// | send, connection            | the peer     | its WINDOW_UPDATEs on stream 0                                |
+// | receive, per stream         | this hop     | credited once the octets left for the other hop (`consumed`)  |
+// | receive, connection, client | this hop     | as per stream: one client holds at most its window in memory  |
+// | receive, connection, endpoint | this hop   | on receipt: one slow client must not stall an endpoint connection every client shares; its streams' windows still bound it |
+//
+// Credit goes back once half a window is owed (as nghttp2 does), so a unary
+// call's few octets cost no WINDOW_UPDATE at all. DATA waits per stream while a
+// window is shut; what waits is bounded by the windows this hop gave.
+//
+// Writes: every frame queued while one read (or timer) is handled goes out in one
+// corked write per socket, on the next tick (`Out`).
+import type net from 'node:net';
+import { Http2Error } from '../protocol/reset-codes.ts';
+import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, MAX_WINDOW, Setting } from '../h2/frame-types.ts';
+import { SETTINGS_ACK, frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
+import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
+import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame-parser.ts';
+import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
+import { HpackEncoder } from '../relay/hpack-encoder.ts';
+
+export type HopRole = 'server' | 'client';
+
+/** What a hop tells the owner of one of its streams (the call). */
+export interface StreamSink {
+  /** A header block: response headers or trailers (client role), request trailers (server role). */
+  headers(list: HeaderList, end: boolean): void;
+  /** DATA, padding taken out; `end`: END_STREAM came with it. The octets are credited back once `consumed`. */
+  data(chunk: Buffer, end: boolean): void;
+  /** The peer reset the stream. */
+  reset(code: number): void;
+  /** `octets` of the DATA queued on this stream went onto the wire: the other hop may credit them back. */
+  sent(octets: number): void;
+}
+
+/** What a hop tells its owner (the client connection, or the endpoint pool). */
+export interface HopHost {
+  /** Server role: the peer opened stream `id` with `list`; the sink of its call, or undefined when refused (the host reset it). */
+  opened(id: number, list: HeaderList, end: boolean, overflowed: boolean): StreamSink | undefined;
+  /** The peer's SETTINGS came (the first one: the connection is usable). */
+  settled(): void;
+  goaway(last: number, code: number): void;
+  /** The connection is gone: every stream still open ends with it. */
+  closed(error: Error | undefined): void;
+  /** A PING ACK from the peer (keepalive). */
+  pong?(payload: Buffer): void;
+  /** A DATA frame went to the peer (the flood budget lets a client answer each with WINDOW_UPDATEs). */
+  dataFrameSent?(): void;
+}
+
+export interface HopWindows {
+  /** SETTINGS_INITIAL_WINDOW_SIZE this hop gives the peer. */
+  stream: number;
+  /** The connection window this hop gives the peer. */
+  connection: number;
+  /** Whether the connection window is credited on receipt (endpoint hops) or once consumed (client hops). */
+  creditOnReceipt: boolean;
+  /** SETTINGS_MAX_CONCURRENT_STREAMS this hop announces (server role). */
+  maxStreams?: number;
+}
+
+export class HopStream {
+  /** What the peer still lets this hop send on it. */
+  sendWindow: number;
+  /** What this hop still lets the peer send on it, and what it owes back. */
+  recvWindow: number;
+  owed = 0;
+  /** DATA waiting for window, then whether END_STREAM and trailers follow it. */
+  queue: Buffer[] = [];
+  queued = 0;
+  endAfter = false;
+  trailersAfter: HeaderList | undefined;
+  localEnded = false;
+  remoteEnded = false;
+  reset = false;
+
+  constructor(readonly id: number, public sink: StreamSink | undefined, sendWindow: number, recvWindow: number) {
+    this.sendWindow = sendWindow;
+    this.recvWindow = recvWindow;
+  }
+}
+
+/** Hops with frames queued, written on the next tick: what one read leads to goes in one write per socket. */
+const dirty = new Set<H2Hop>();
+let flushScheduled = false;
+function flushAll(): void {
+  flushScheduled = false;
+  const hops = [...dirty];
+  dirty.clear();
+  for (const hop of hops) hop.flush();
+}
+
+export class H2Hop {
+  readonly streams = new Map<number, HopStream>();
+  private readonly parser: FrameParser;
+  private readonly decoder = new HpackDecoder(DEFAULT_TABLE_SIZE, MAX_HEADER_LIST_SIZE);
+  private readonly encoder = new HpackEncoder();
+  private out: Buffer[] = [];
+  /** Streams with DATA waiting for the connection's window. */
+  private readonly blocked = new Set<HopStream>();
+  private sendWindow = DEFAULT_WINDOW;
+  private peerInitialWindow = DEFAULT_WINDOW;
+  private peerMaxFrame = DEFAULT_MAX_FRAME_SIZE;
+  /** The peer's SETTINGS_MAX_CONCURRENT_STREAMS; 100 until it speaks, as grpc-go assumes. */
+  peerMaxStreams = 100;
+  private recvWindow: number;
+  private connOwed = 0;
+  /** Client role: the next stream id to open. Server role: the highest the peer opened. */
+  private nextId = 1;
+  lastPeerId = 0;
+  settledOnce = false;
+  /** A GOAWAY was sent or received: no new stream. */
+  goingAway = false;
+  closed = false;
+  /** Credits owed to the other hop, held while this socket's buffer is full (so a client that reads nothing holds nothing more). */
+  private heldSent: [HopStream, number][] = [];
+
+  constructor(
+    readonly socket: net.Socket,
+    readonly role: HopRole,
+    private readonly host: HopHost,
+    private readonly windows: HopWindows,
+  ) {
+    this.recvWindow = windows.connection;
+    this.parser = new FrameParser(this.sink(), role === 'server');
+    this.parser.maxFrameSize = DEFAULT_MAX_FRAME_SIZE;
+    socket.on('data', (chunk: Buffer) => this.read(chunk));
+    socket.on('drain', () => this.drained());
+    socket.on('close', () => this.gone(undefined));
+    socket.on('error', (err) => this.gone(err));
+  }
+
+  /** Starts the connection: the preface (client role) and this hop's SETTINGS, then the connection window. */
+  start(): void {
+    const w = this.windows;
+    const settings: number[] = [Setting.INITIAL_WINDOW_SIZE, w.stream, 0x6 /* MAX_HEADER_LIST_SIZE */, MAX_HEADER_LIST_SIZE];
+    if (this.role === 'client') settings.push(Setting.ENABLE_PUSH, 0);
+    if (w.maxStreams !== undefined) settings.push(Setting.MAX_CONCURRENT_STREAMS, w.maxStreams);
+    const payload = Buffer.allocUnsafe((settings.length / 2) * 6);
+    for (let i = 0; i < settings.length; i += 2) {
+      payload.writeUInt16BE(settings[i]!, i * 3);
+      payload.writeUInt32BE(settings[i + 1]!, i * 3 + 2);
+    }
+    if (this.role === 'client') this.queue(CLIENT_PREFACE);
+    this.queue(frame(FrameType.SETTINGS, 0, 0, payload));
+    if (w.connection > DEFAULT_WINDOW) this.queue(windowUpdateFrame(0, w.connection - DEFAULT_WINDOW));
+  }
+
+  /** Streams open now. */
+  get active(): number {
+    return this.streams.size;
+  }
+
+  /** Whether a new stream may open here (client role). */
+  get hasRoom(): boolean {
+    return !this.goingAway && !this.closed && this.streams.size < this.peerMaxStreams && this.nextId <= MAX_WINDOW;
+  }
+
+  /** Client role: opens a stream with `list`; its frames go once this tick ends. */
+  open(list: HeaderList, end: boolean, sink: StreamSink): HopStream {
+    const id = this.nextId;
+    this.nextId += 2;
+    const s = new HopStream(id, sink, this.peerInitialWindow, this.windows.stream);
+    this.streams.set(id, s);
+    this.headers(s, list, end);
+    return s;
+  }
+
+  /** Server role: the sink of a stream the peer opened, once its call is made. */
+  accept(id: number, sink: StreamSink): HopStream {
+    const s = new HopStream(id, sink, this.peerInitialWindow, this.windows.stream);
+    this.streams.set(id, s);
+    return s;
+  }
+
+  /** A header block on `s` (encoded now, in wire order: HPACK tables follow the order blocks are sent). */
+  headers(s: HopStream, list: HeaderList, end: boolean): void {
+    if (s.reset || s.localEnded) return;
+    if (s.queued > 0 || s.endAfter) {
+      // Trailers after DATA still waiting: they go when it has.
+      s.trailersAfter = list;
+      s.endAfter = true;
+      return;
+    }
+    this.writeBlock(s, list, end);
+  }
+
+  private writeBlock(s: HopStream, list: HeaderList, end: boolean): void {
+    const block = this.encoder.encode(list);
+    const max = this.peerMaxFrame;
+    const endFlag = end ? Flag.END_STREAM : 0;
+    if (block.length <= max) this.queue(frame(FrameType.HEADERS, Flag.END_HEADERS | endFlag, s.id, block));
+    else {
+      for (let at = 0; at < block.length; at += max) {
+        const last = at + max >= block.length;
+        this.queue(frame(at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? endFlag : 0) | (last ? Flag.END_HEADERS : 0), s.id, block.subarray(at, at + max)));
+      }
+    }
+    if (end) this.endLocal(s);
+  }
+
+  /** DATA on `s`, sent as the windows allow; `end`: END_STREAM after it. */
+  data(s: HopStream, chunk: Buffer, end: boolean): void {
+    if (s.reset || s.localEnded) return;
+    if (chunk.length > 0) {
+      s.queue.push(chunk);
+      s.queued += chunk.length;
+    }
+    if (end) s.endAfter = true;
+    this.send(s);
+  }
+
+  /** Writes what `s` has waiting, as far as the windows go. */
+  private send(s: HopStream): void {
+    let sentNow = 0;
+    while (s.queue.length > 0) {
+      const room = Math.min(s.sendWindow, this.sendWindow, this.peerMaxFrame);
+      if (room <= 0) {
+        if (this.sendWindow <= 0) this.blocked.add(s);
+        break;
+      }
+      let piece = s.queue[0]!;
+      if (piece.length > room) {
+        s.queue[0] = piece.subarray(room);
+        piece = piece.subarray(0, room);
+      } else s.queue.shift();
+      s.queued -= piece.length;
+      s.sendWindow -= piece.length;
+      this.sendWindow -= piece.length;
+      sentNow += piece.length;
+      const last = s.queue.length === 0 && s.endAfter && !s.trailersAfter;
+      const head = Buffer.allocUnsafe(FRAME_HEADER_LENGTH);
+      head.writeUIntBE(piece.length, 0, 3);
+      head[3] = FrameType.DATA;
+      head[4] = last ? Flag.END_STREAM : 0;
+      head.writeUInt32BE(s.id, 5);
+      this.queue(head);
+      this.queue(piece);
+      this.host.dataFrameSent?.();
+      if (last) this.endLocal(s);
+    }
+    if (s.queue.length === 0) {
+      this.blocked.delete(s);
+      if (s.endAfter && !s.localEnded) {
+        const trailers = s.trailersAfter;
+        s.trailersAfter = undefined;
+        if (trailers) this.writeBlock(s, trailers, true);
+        else {
+          this.queue(frame(FrameType.DATA, Flag.END_STREAM, s.id));
+          this.host.dataFrameSent?.();
+          this.endLocal(s);
+        }
+      }
+    }
+    if (sentNow > 0 && s.sink) {
+      if (this.socket.writableNeedDrain) this.heldSent.push([s, sentNow]);
+      else s.sink.sent(sentNow);
+    }
+  }
+
+  /** Credits back `octets` of DATA received on `s`, now passed on. */
+  consumed(s: HopStream, octets: number): void {
+    if (this.closed || octets <= 0) return;
+    if (!s.remoteEnded && !s.reset) {
+      s.owed += octets;
+      if (s.owed >= this.windows.stream / 2) {
+        this.queue(windowUpdateFrame(s.id, s.owed));
+        s.recvWindow += s.owed;
+        s.owed = 0;
+      }
+    }
+    if (!this.windows.creditOnReceipt) this.creditConnection(octets);
+  }
+
+  private creditConnection(octets: number): void {
+    this.connOwed += octets;
+    if (this.connOwed >= this.windows.connection / 2) {
+      this.queue(windowUpdateFrame(0, this.connOwed));
+      this.recvWindow += this.connOwed;
+      this.connOwed = 0;
+    }
+  }
+
+  /** Resets `s` with `code` (once), and forgets it. */
+  reset(s: HopStream, code: number): void {
+    if (s.reset || this.closed) return;
+    if (!(s.localEnded && s.remoteEnded)) this.queue(rstStreamFrame(s.id, code));
+    this.forget(s);
+  }
+
+  /** GOAWAY naming the last stream the peer opened that this hop works on. */
+  goAway(code: number, last = this.lastPeerId): void {
+    if (this.closed) return;
+    this.goingAway = true;
+    this.queue(goawayFrame(last, code));
+  }
+
+  /** PINGs the peer (keepalive). */
+  ping(payload: Buffer): void {
+    if (!this.closed) this.queue(frame(FrameType.PING, 0, 0, payload));
+  }
+
+  /** Writes what is queued, then closes the socket once it has gone. */
+  end(): void {
+    this.flush();
+    this.socket.end();
+  }
+
+  destroy(err?: Error): void {
+    this.socket.destroy(err);
+  }
+
+  private endLocal(s: HopStream): void {
+    s.localEnded = true;
+    if (s.remoteEnded) this.forget(s);
+  }
+
+  private forget(s: HopStream): void {
+    s.reset = s.reset || !(s.localEnded && s.remoteEnded);
+    this.streams.delete(s.id);
+    this.blocked.delete(s);
+    s.queue = [];
+    s.queued = 0;
+  }
+
+  private queue(b: Buffer): void {
+    this.out.push(b);
+    dirty.add(this);
+    if (!flushScheduled) {
+      flushScheduled = true;
+      process.nextTick(flushAll);
+    }
+  }
+
+  /** Writes what is queued, in one corked write. */
+  flush(): void {
+    const out = this.out;
+    if (out.length === 0 || this.socket.destroyed) return;
+    // Written before the socket is up (an endpoint connecting), the frames wait in it and go once it is.
+    this.out = [];
+    if (out.length === 1) this.socket.write(out[0]!);
+    else {
+      this.socket.cork();
+      for (const b of out) this.socket.write(b);
+      this.socket.uncork();
+    }
+  }
+
+  private drained(): void {
+    const held = this.heldSent;
+    if (held.length === 0) return;
+    this.heldSent = [];
+    for (const [s, n] of held) s.sink?.sent(n);
+  }
+
+  private read(chunk: Buffer): void {
+    if (this.closed) return;
+    try {
+      this.parser.push(chunk);
+    } catch (err) {
+      const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
+      this.fail(code, err as Error);
+    }
+  }
+
+  /** A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then close. */
+  fail(code: number, err: Error): void {
+    if (this.closed) return;
+    this.goAway(code);
+    this.flush();
+    this.socket.end();
+    setTimeout(() => this.socket.destroy(), 1000).unref();
+    this.gone(err);
+  }
+
+  private gone(err: Error | undefined): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.goingAway = true;
+    dirty.delete(this);
+    this.host.closed(err);
+  }
+
+  private sink(): FrameSink {
+    return {
+      headers: (id, flags, block, promised) => {
+        if (promised !== 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'PUSH_PROMISE where push is off (RFC 9113 §8.4)');
+        const list = decoded(this.decoder, block);
+        const end = (flags & Flag.END_STREAM) !== 0;
+        const s = this.streams.get(id);
+        if (s) {
+          if (s.remoteEnded) throw new FrameError(Http2Error.STREAM_CLOSED, `HEADERS on stream ${id} after its END_STREAM (RFC 9113 §5.1)`);
+          if (end) this.remoteEnd(s);
+          return s.sink?.headers(list, end);
+        }
+        if (this.role === 'client') return;
+        if (id <= this.lastPeerId) return void this.queue(rstStreamFrame(id, Http2Error.STREAM_CLOSED));
+        if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream (RFC 9113 §5.1.1)');
+        this.lastPeerId = id;
+        if (this.goingAway) return void this.queue(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
+        const sink = this.host.opened(id, list, end, this.decoder.overflowed);
+        const opened = this.streams.get(id);
+        if (sink && opened && end) this.remoteEnd(opened);
+      },
+      data: (id, chunk, flags, last) => {
+        const s = this.streams.get(id);
+        const flow = last ? this.parser.frameLength : 0;
+        if (last) {
+          this.recvWindow -= flow;
+          if (this.recvWindow < 0) throw new FrameError(Http2Error.FLOW_CONTROL_ERROR, 'DATA past the connection window (RFC 9113 §6.9.1)');
+          if (this.windows.creditOnReceipt) this.creditConnection(flow);
+        }
+        if (!s) {
+          if (this.role === 'server' && id > this.lastPeerId) throw new FrameError(Http2Error.PROTOCOL_ERROR, `DATA on idle stream ${id} (RFC 9113 §6.1)`);
+          // A stream over: its octets still count against the connection's window, which opens again at once.
+          if (last && !this.windows.creditOnReceipt) this.creditConnection(flow);
+          return;
+        }
+        if (s.remoteEnded) throw new FrameError(Http2Error.STREAM_CLOSED, `DATA on stream ${id} after its END_STREAM (RFC 9113 §6.1)`);
+        if (last) {
+          s.recvWindow -= flow;
+          if (s.recvWindow < 0) return void this.streamFlowError(s);
+          // Padding is nobody's to pass on: credited back now.
+          const padding = this.parser.dataPadding;
+          if (padding > 0) this.consumed(s, padding);
+        }
+        const end = last && (flags & Flag.END_STREAM) !== 0;
+        if (end) this.remoteEnd(s);
+        if (chunk.length > 0 || end) s.sink?.data(chunk, end);
+      },
+      rstStream: (id, code) => {
+        const s = this.streams.get(id);
+        if (!s) {
+          if (this.role === 'server' && id > this.lastPeerId) throw new FrameError(Http2Error.PROTOCOL_ERROR, `RST_STREAM on idle stream ${id} (RFC 9113 §6.4)`);
+          return;
+        }
+        s.reset = true;
+        this.forget(s);
+        s.sink?.reset(code);
+      },
+      settings: (flags, payload) => {
+        if (flags & Flag.ACK) return;
+        this.applySettings(payload);
+        this.queue(SETTINGS_ACK);
+        if (!this.settledOnce) {
+          this.settledOnce = true;
+          this.host.settled();
+        }
+      },
+      goaway: (last, code) => {
+        this.goingAway = true;
+        this.host.goaway(last, code);
+      },
+      windowUpdate: (id, increment) => {
+        if (id === 0) {
+          this.sendWindow += increment;
+          if (this.sendWindow > MAX_WINDOW) throw new FrameError(Http2Error.FLOW_CONTROL_ERROR, 'connection window past 2^31-1 (RFC 9113 §6.9.1)');
+          for (const s of [...this.blocked]) this.send(s);
+          return;
+        }
+        const s = this.streams.get(id);
+        if (!s) {
+          if (this.role === 'server' && id > this.lastPeerId) throw new FrameError(Http2Error.PROTOCOL_ERROR, `WINDOW_UPDATE on idle stream ${id} (RFC 9113 §5.1)`);
+          return;
+        }
+        s.sendWindow += increment;
+        if (s.sendWindow > MAX_WINDOW) return void this.reset(s, Http2Error.FLOW_CONTROL_ERROR);
+        if (s.queue.length > 0) this.send(s);
+      },
+      ping: (flags, payload) => {
+        if (flags & Flag.ACK) return this.host.pong?.(payload);
+        this.queue(frame(FrameType.PING, Flag.ACK, 0, payload));
+      },
+      other: () => {},
+    };
+  }
+
+  private streamFlowError(s: HopStream): void {
+    const sink = s.sink;
+    this.reset(s, Http2Error.FLOW_CONTROL_ERROR);
+    sink?.reset(Http2Error.FLOW_CONTROL_ERROR);
+  }
+
+  private remoteEnd(s: HopStream): void {
+    s.remoteEnded = true;
+    if (s.localEnded) this.forget(s);
+  }
+
+  /** The peer's SETTINGS (RFC 9113 §6.5.2): what this hop may send from now on. */
+  private applySettings(p: Buffer): void {
+    for (let i = 0; i + 6 <= p.length; i += 6) {
+      const id = p.readUInt16BE(i);
+      const value = p.readUInt32BE(i + 2);
+      switch (id) {
+        case Setting.HEADER_TABLE_SIZE:
+          this.encoder.setMaxTableSize(Math.min(value, DEFAULT_TABLE_SIZE));
+          break;
+        case Setting.MAX_CONCURRENT_STREAMS:
+          this.peerMaxStreams = value;
+          break;
+        case Setting.INITIAL_WINDOW_SIZE: {
+          const delta = value - this.peerInitialWindow;
+          this.peerInitialWindow = value;
+          for (const s of this.streams.values()) {
+            s.sendWindow += delta;
+            if (s.sendWindow > MAX_WINDOW) throw new FrameError(Http2Error.FLOW_CONTROL_ERROR, 'a stream window past 2^31-1 (RFC 9113 §6.9.2)');
+          }
+          if (delta > 0) for (const s of this.streams.values()) if (s.queue.length > 0) this.send(s);
+          break;
+        }
+        case Setting.MAX_FRAME_SIZE:
+          this.peerMaxFrame = value;
+          break;
+      }
+    }
+  }
+}

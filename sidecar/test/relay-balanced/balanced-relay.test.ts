@@ -1,0 +1,262 @@
+// The balanced relay (--mode outbound --outbound-data-plane relay) with real
+// clients and endpoints: each call on its own pick over shared endpoint
+// connections, bodies larger than every window in both directions, the same
+// records as the terminating path however the bytes are split, and what the
+// endpoints do to calls (a stream limit, a reset, a refusal, a connection lost).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { GrpcJsEchoClient, deterministicBytes, startGrpcJsEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
+import type { CallRecord } from '../../src/call/call-record.ts';
+import { startTestSidecar } from '../support/sidecar.ts';
+
+const BALANCED = ['--mode', 'outbound', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2'];
+const TERMINATE = ['--mode', 'outbound', '--outbound-data-plane', 'terminate', '--upstream-protocol', 'http2'];
+
+interface Client extends grpc.Client {
+  Echo(req: Partial<EchoRequestObject>, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
+  ServerStream(req: Partial<EchoRequestObject>): grpc.ClientReadableStream<EchoResponseObject>;
+}
+
+function client(port: number, options: grpc.ChannelOptions = {}): Client {
+  return new GrpcJsEchoClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 << 20, 'grpc.max_send_message_length': 64 << 20, ...options }) as unknown as Client;
+}
+
+function unary(c: Client, req: Partial<EchoRequestObject>, opts: grpc.CallOptions = {}): Promise<{ err: grpc.ServiceError | null; res?: EchoResponseObject }> {
+  return new Promise((resolve) => c.Echo(req, opts, (err, res) => resolve({ err, res })));
+}
+
+function serverStream(c: Client, req: Partial<EchoRequestObject>): Promise<{ n: number; sha: string }> {
+  return new Promise((resolve, reject) => {
+    let n = 0;
+    const hash = createHash('sha256');
+    const s = c.ServerStream(req);
+    s.on('data', (r: EchoResponseObject) => {
+      n++;
+      hash.update(r.payload);
+    });
+    s.on('error', reject);
+    s.on('end', () => resolve({ n, sha: hash.digest('hex') }));
+  });
+}
+
+const facts = (r: CallRecord): unknown => ({ protocol: r.protocol, path: r.path, httpStatus: r.httpStatus, grpcStatus: r.grpcStatus, requestMessages: r.requestMessages, responseMessages: r.responseMessages, requestBytes: r.requestBytes, responseBytes: r.responseBytes, reset: r.reset });
+
+/** A TCP hop that passes every byte on in random pieces, a turn of the event loop between them: reads cut frames anywhere. */
+async function startSplitter(target: number, host: string, seed: number): Promise<{ port: number; close(): void }> {
+  let s = seed;
+  const rand = (n: number): number => ((s = (s * 1103515245 + 12345) >>> 0) >>> 8) % n;
+  const sockets = new Set<net.Socket>();
+  const pass = (from: net.Socket, to: net.Socket): void => {
+    let queue = Promise.resolve();
+    from.on('data', (chunk: Buffer) => {
+      queue = queue.then(async () => {
+        for (let at = 0; at < chunk.length; ) {
+          const n = 1 + rand(Math.min(300, chunk.length - at));
+          if (!to.destroyed) to.write(chunk.subarray(at, at + n));
+          at += n;
+          if (rand(4) === 0) await new Promise((r) => setImmediate(r));
+        }
+      });
+    });
+    from.on('end', () => void queue.then(() => to.end()));
+    from.on('error', () => to.destroy());
+  };
+  const server = net.createServer((down) => {
+    const up = net.connect(target, host);
+    sockets.add(down).add(up);
+    pass(down, up);
+    pass(up, down);
+  });
+  await new Promise<void>((r) => server.listen(0, host, r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => {
+      for (const k of sockets) k.destroy();
+      server.close();
+    },
+  };
+}
+
+describe('balanced relay: grpc-js through it', () => {
+  const pods: Upstream[] = [];
+  let endpoints: string;
+  before(async () => {
+    for (const host of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) pods.push(await startGrpcJsEcho({ host }));
+    endpoints = pods.map((p) => `${p.host}:${p.port}`).join(',');
+  });
+  after(async () => {
+    await Promise.all(pods.map((p) => p.close()));
+  });
+
+  it('picks an endpoint per call over three client connections, sharing one connection per endpoint', async () => {
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', endpoints, '--balance', 'round_robin']);
+    const clients = [0, 1, 2].map(() => client(sc.port, { 'grpc.use_local_subchannel_pool': 1 }));
+    for (let i = 0; i < 100; i++) for (const c of clients) assert.equal((await unary(c, { message: `m${i}` })).res?.message, `m${i}`);
+    const ended = await sc.recorder.waitForEnded(300);
+    const per = new Map<string, number>();
+    for (const r of ended) per.set(r.upstream!, (per.get(r.upstream!) ?? 0) + 1);
+    assert.deepEqual([...per.values()], [100, 100, 100]);
+    assert.ok(ended.every((r) => r.grpcStatus === 0 && r.reset === undefined));
+    // Three client connections, and one connection to each endpoint that all of them share.
+    assert.equal(sc.recorder.opened.filter((c) => c.side === 'downstream').length, 3);
+    assert.equal(sc.recorder.opened.filter((c) => c.side === 'upstream').length, 3);
+    for (const c of clients) c.close();
+    await sc.stop();
+  });
+
+  it('carries bodies many times every window, both ways, byte for byte', async () => {
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', endpoints]);
+    const c = client(sc.port);
+    const big = deterministicBytes(3 * 1024 * 1024, 7);
+    // Echo answers the request's own payload when no response size is asked.
+    const calls = await Promise.all([0, 1, 2, 3].map(() => unary(c, { message: 'big', payload: big })));
+    for (const { err, res } of calls) {
+      assert.equal(err, null);
+      assert.ok(res!.payload.equals(big), 'the 3 MiB payload came back whole');
+    }
+    const stream = await serverStream(c, { message: 's', responses: 40, responseSize: 200_000 });
+    assert.equal(stream.n, 40);
+    const ended = await sc.recorder.waitForEnded(5);
+    assert.ok(ended.every((r) => r.grpcStatus === 0 && r.reset === undefined), JSON.stringify(ended.map(facts)));
+    c.close();
+    await sc.stop();
+  });
+
+  it('records the same calls as the terminating path, with the bytes split at random on both sides', async () => {
+    const script = async (c: Client): Promise<void> => {
+      assert.equal((await unary(c, { message: 'one', responseSize: 70_000 })).err, null);
+      assert.equal((await unary(c, { message: 'two', failCode: grpc.status.NOT_FOUND })).err?.code, grpc.status.NOT_FOUND);
+      assert.equal((await serverStream(c, { message: 's', responses: 20, responseSize: 3000 })).n, 20);
+      assert.equal((await unary(c, { message: 'three', payload: deterministicBytes(300_000) })).err, null);
+    };
+    const pod = pods[0]!;
+    const terminating = await startTestSidecar('http://orders.test:80', [...TERMINATE, '--endpoints', `${pod.host}:${pod.port}`]);
+    const plain = client(terminating.port);
+    await script(plain);
+    plain.close();
+    const expected = (await terminating.recorder.waitForEnded(4)).map(facts);
+    await terminating.stop();
+    for (const seed of [1, 2, 3]) {
+      const upSplit = await startSplitter(pod.port, pod.host, seed);
+      const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', `${pod.host}:${upSplit.port}`]);
+      const downSplit = await startSplitter(sc.port, '127.0.0.1', seed + 100);
+      const c = client(downSplit.port);
+      await script(c);
+      c.close();
+      assert.deepEqual((await sc.recorder.waitForEnded(4)).map(facts), expected, `seed ${seed}`);
+      await sc.stop();
+      downSplit.close();
+      upSplit.close();
+    }
+  });
+});
+
+/** A node:http2 endpoint whose behaviour per stream the test gives. */
+async function startEndpoint(onStream: (stream: http2.ServerHttp2Stream, n: number) => void, settings: http2.Settings = {}): Promise<{ address: string; sessions: number; close(): Promise<void> }> {
+  let n = 0;
+  const server = http2.createServer({ settings });
+  const state = { sessions: 0 };
+  server.on('session', () => state.sessions++);
+  server.on('stream', (stream) => {
+    // A stream the test resets errors on this side too: nothing to report.
+    stream.on('error', () => {});
+    onStream(stream, n++);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    address: `127.0.0.1:${port}`,
+    get sessions() {
+      return state.sessions;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        setTimeout(r, 500).unref();
+      }),
+  };
+}
+
+/** Answers a gRPC call OK with an empty message, after `delayMs`. */
+function answerOk(stream: http2.ServerHttp2Stream, delayMs = 0): void {
+  stream.on('data', () => {});
+  stream.on('end', () => {
+    setTimeout(() => {
+      if (stream.destroyed) return;
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(Buffer.from([0, 0, 0, 0, 0]));
+    }, delayMs);
+  });
+}
+
+describe('balanced relay: what endpoints do to calls', () => {
+  it('opens another connection when an endpoint allows two streams at once', async () => {
+    const ep = await startEndpoint((s) => answerOk(s, 200), { maxConcurrentStreams: 2 });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    const calls = await Promise.all([0, 1, 2, 3, 4, 5].map(() => unary(c, { message: 'x' })));
+    assert.ok(calls.every((r) => r.err === null), JSON.stringify(calls.map((r) => r.err?.message)));
+    assert.equal(ep.sessions, 3, 'six calls at once over connections of two streams each');
+    c.close();
+    await sc.stop();
+    await ep.close();
+  });
+
+  it('passes an endpoint reset on with its code, counted as the upstream\'s', async () => {
+    const ep = await startEndpoint((s) => s.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM));
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const session = http2.connect(sc.url);
+    const code = await new Promise<number>((resolve) => {
+      const req = session.request({ ':method': 'POST', ':path': '/echo.v1.EchoService/Echo', 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('error', () => {});
+      req.on('close', () => resolve(req.rstCode!));
+      req.resume();
+      req.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    assert.equal(code, http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    const [record] = await sc.recorder.waitForEnded(1);
+    assert.deepEqual(record!.reset, { side: 'upstream', code: http2.constants.NGHTTP2_ENHANCE_YOUR_CALM });
+    session.close();
+    await sc.stop();
+    await ep.close();
+  });
+
+  it('sends a call the endpoint refused unprocessed once more', async () => {
+    let attempts = 0;
+    const ep = await startEndpoint((s, n) => {
+      attempts++;
+      if (n === 0) s.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      else answerOk(s);
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    assert.equal((await unary(c, { message: 'again', payload: deterministicBytes(10_000) })).err, null);
+    const [record] = await sc.recorder.waitForEnded(1);
+    assert.equal(record!.grpcStatus, 0);
+    assert.equal(record!.reset, undefined);
+    assert.equal(attempts, 2, 'refused once, answered the second time');
+    c.close();
+    await sc.stop();
+    await ep.close();
+  });
+
+  it('answers UNAVAILABLE when the endpoint\'s connection is lost under a call, and the next call goes on a new one', async () => {
+    const ep = await startEndpoint((s, n) => (n === 0 ? s.session?.destroy() : answerOk(s)));
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    const lost = await unary(c, { message: 'lost' });
+    assert.equal(lost.err?.code, grpc.status.UNAVAILABLE);
+    assert.match(lost.err!.details, /upstream connection lost/);
+    assert.equal((await unary(c, { message: 'next' })).err, null);
+    const [first] = await sc.recorder.waitForEnded(2);
+    assert.equal(first!.upstreamLost, true);
+    c.close();
+    await sc.stop();
+    await ep.close();
+  });
+});
