@@ -116,7 +116,25 @@ results.push(
   await step('node:test suites, terminating data plane', () =>
     nodeTests(
       allTests.filter((f) => TERMINATE_SUITES.some((re) => re.test(f))),
-      { RPCSCOPE_DATA_PLANE: 'terminate', RPCSCOPE_HTTP1_DATA_PLANE: 'terminate' },
+      { RPCSCOPE_DATA_PLANE: 'terminate', RPCSCOPE_HTTP1_DATA_PLANE: 'terminate', RPCSCOPE_OUTBOUND_DATA_PLANE: 'terminate' },
+    ),
+  ),
+);
+// Outbound HTTP/2 terminates per call by default; the outbound suites (pickers,
+// DNS discovery, connection age, endpoint series, an endpoint that vanishes) run
+// once more on the balanced relay (--outbound-data-plane relay), which maps each
+// call's frames onto pooled endpoint connections.
+const BALANCED_SUITES = [
+  /^sidecar\/test\/upstream\/balancer\/outbound\.test\.ts$/,
+  /^test\/fleet\/(outbound-balance|dns-discovery|max-connection-age|sticky-skew)\.test\.ts$/,
+  /^test\/acceptance\/(endpoint-series-ttl|data-plane)\.test\.ts$/,
+  /^test\/cluster\/(blackhole-upstream|outbound-dns)\.test\.ts$/,
+];
+results.push(
+  await step('node:test suites, balanced outbound relay', () =>
+    nodeTests(
+      allTests.filter((f) => BALANCED_SUITES.some((re) => re.test(f))),
+      { RPCSCOPE_OUTBOUND_DATA_PLANE: 'relay' },
     ),
   ),
 );
