@@ -4,18 +4,10 @@
 // call of its own — translation, mirroring, an HTTP/1.1 service — keeps the
 // terminating path (node:http2).
 import type { Config } from '../config/load.ts';
+import { framesEndToEnd, type FrameRelayChoice } from '../relay/relay-applies.ts';
 
-export type BalancedChoice = Pick<Config, 'outboundDataPlane' | 'mode' | 'grpcUpstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
+export type BalancedChoice = FrameRelayChoice & Pick<Config, 'outboundDataPlane' | 'mode'>;
 
 export function balancedRelayApplies(config: BalancedChoice): boolean {
-  return (
-    config.outboundDataPlane === 'relay' &&
-    config.mode === 'outbound' &&
-    config.grpcUpstream === undefined &&
-    config.upstreamProtocol !== 'http1' &&
-    !config.transcode &&
-    !config.grpcWebBridge &&
-    config.split.size === 0 &&
-    config.shadow === undefined
-  );
+  return config.outboundDataPlane === 'relay' && config.mode === 'outbound' && framesEndToEnd(config);
 }

@@ -6,6 +6,7 @@ import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
 import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { ProxyContext } from '../upstream/context.ts';
+import { whenUpstreamSpeaksH2 } from '../relay/relay-set.ts';
 import { BalancedConnection } from './balanced-connection.ts';
 import { EndpointHops } from './endpoint-hops.ts';
 
@@ -18,23 +19,9 @@ export class BalancedRelaySet {
     this.endpoints = new EndpointHops(ctx);
   }
 
-  /**
-   * Takes `socket` (its preface unread or put back) when the service speaks
-   * HTTP/2; otherwise `terminate` does. With --upstream-protocol auto and
-   * nothing learned yet, the connection waits (paused) for the one question the
-   * terminating path asks too.
-   */
+  /** Takes `socket` (its preface unread or put back) when the service speaks HTTP/2; otherwise `terminate` does (whenUpstreamSpeaksH2). */
   add(socket: net.Socket, conn: ConnectionRecord, terminate: () => void): void {
-    const { protocols, config } = this.ctx;
-    const version = protocols.versionFor(config.upstream, false, '2');
-    if (version === '1.1') return terminate();
-    if (version === '2') return this.take(socket, conn);
-    socket.pause();
-    void protocols.learn(config.upstream, '2').then(() => {
-      if (socket.destroyed) return;
-      if (protocols.versionFor(config.upstream, false, '2') === '1.1') terminate();
-      else this.take(socket, conn);
-    });
+    whenUpstreamSpeaksH2(this.ctx, socket, () => this.take(socket, conn), terminate);
   }
 
   private take(socket: net.Socket, conn: ConnectionRecord): void {

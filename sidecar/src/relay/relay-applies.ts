@@ -8,7 +8,28 @@
 import type { Config } from '../config/load.ts';
 
 /** The settings that decide which data plane an HTTP/2 connection gets. */
-export type RelayChoice = Pick<Config, 'dataPlane' | 'mode' | 'grpcUpstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
+export type RelayChoice = FrameRelayChoice & Pick<Config, 'dataPlane' | 'mode'>;
+
+/** The settings under which no call needs an upstream call of its own (and so a relay, 1:1 or balanced, may carry them). */
+export type FrameRelayChoice = Pick<Config, 'grpcUpstream' | 'upstreamProtocol' | 'transcode' | 'grpcWebBridge' | 'split' | 'shadow'>;
+
+/**
+ * Whether every HTTP/2 call may stay frames end to end: none goes to a second
+ * upstream, none is translated or mirrored, and the upstream is not spoken to
+ * over HTTP/1.1 (under `auto`, what it speaks is learned per connection:
+ * RelaySet.add, BalancedRelaySet.add).
+ */
+export function framesEndToEnd(config: FrameRelayChoice): boolean {
+  return (
+    config.grpcUpstream === undefined &&
+    config.upstreamProtocol !== 'http1' &&
+    // Calls that are translated or mirrored are answered call by call.
+    !config.transcode &&
+    !config.grpcWebBridge &&
+    config.split.size === 0 &&
+    config.shadow === undefined
+  );
+}
 
 /**
  * Whether HTTP/2 connections may go to the relay. The relay needs an upstream
@@ -17,17 +38,5 @@ export type RelayChoice = Pick<Config, 'dataPlane' | 'mode' | 'grpcUpstream' | '
  * upstream is learned to speak (RelaySet.add).
  */
 export function relayApplies(config: RelayChoice): boolean {
-  return (
-    config.dataPlane === 'relay' &&
-    config.mode === 'inbound' &&
-    config.grpcUpstream === undefined &&
-    // An upstream spoken to over HTTP/1.1 needs each call translated. Under
-    // `auto`, what the upstream speaks is learned per connection (RelaySet.add).
-    config.upstreamProtocol !== 'http1' &&
-    // Calls that are translated or mirrored are answered call by call.
-    !config.transcode &&
-    !config.grpcWebBridge &&
-    config.split.size === 0 &&
-    config.shadow === undefined
-  );
+  return config.dataPlane === 'relay' && config.mode === 'inbound' && framesEndToEnd(config);
 }

@@ -6,6 +6,26 @@ import type { ConnectionRecord } from '../call/observer.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { RelayConnection } from './relay-connection.ts';
 
+/**
+ * Runs `relay` when --upstream speaks HTTP/2, `terminate` when it speaks
+ * HTTP/1.1; with --upstream-protocol auto and nothing learned yet, `socket` waits
+ * (paused) for the one question per endpoint the terminating path asks too. An
+ * upstream that cannot be reached (nothing learned) is relayed: the relay answers
+ * its calls as unreachable.
+ */
+export function whenUpstreamSpeaksH2(ctx: ProxyContext, socket: net.Socket, relay: () => void, terminate: () => void): void {
+  const { protocols, config } = ctx;
+  const version = protocols.versionFor(config.upstream, false, '2');
+  if (version === '1.1') return terminate();
+  if (version === '2') return relay();
+  socket.pause();
+  void protocols.learn(config.upstream, '2').then(() => {
+    if (socket.destroyed) return;
+    if (protocols.versionFor(config.upstream, false, '2') === '1.1') terminate();
+    else relay();
+  });
+}
+
 export class RelaySet {
   private readonly live = new Map<net.Socket, RelayConnection>();
   private draining = false;
@@ -19,17 +39,7 @@ export class RelaySet {
    * (paused) for the one question per endpoint the terminating path asks too.
    */
   add(socket: net.Socket, conn: ConnectionRecord, terminate: () => void): void {
-    const { protocols, config } = this.ctx;
-    const version = protocols.versionFor(config.upstream, false, '2');
-    if (version === '1.1') return terminate();
-    if (version === '2') return this.relay(socket, conn);
-    socket.pause();
-    void protocols.learn(config.upstream, '2').then(() => {
-      if (socket.destroyed) return;
-      // Unreachable (nothing learned): the relay answers its calls as unreachable.
-      if (protocols.versionFor(config.upstream, false, '2') === '1.1') terminate();
-      else this.relay(socket, conn);
-    });
+    whenUpstreamSpeaksH2(this.ctx, socket, () => this.relay(socket, conn), terminate);
   }
 
   private relay(socket: net.Socket, conn: ConnectionRecord): void {

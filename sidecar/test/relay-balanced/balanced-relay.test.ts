@@ -12,6 +12,7 @@ import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, deterministicBytes, startGrpcJsEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import type { CallRecord } from '../../src/call/call-record.ts';
 import { startTestSidecar } from '../support/sidecar.ts';
+import { startSplittingHop } from '../support/splitting-hop.ts';
 
 const BALANCED = ['--mode', 'outbound', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2'];
 const TERMINATE = ['--mode', 'outbound', '--outbound-data-plane', 'terminate', '--upstream-protocol', 'http2'];
@@ -44,42 +45,6 @@ function serverStream(c: Client, req: Partial<EchoRequestObject>): Promise<{ n: 
 }
 
 const facts = (r: CallRecord): unknown => ({ protocol: r.protocol, path: r.path, httpStatus: r.httpStatus, grpcStatus: r.grpcStatus, requestMessages: r.requestMessages, responseMessages: r.responseMessages, requestBytes: r.requestBytes, responseBytes: r.responseBytes, reset: r.reset });
-
-/** A TCP hop that passes every byte on in random pieces, a turn of the event loop between them: reads cut frames anywhere. */
-async function startSplitter(target: number, host: string, seed: number): Promise<{ port: number; close(): void }> {
-  let s = seed;
-  const rand = (n: number): number => ((s = (s * 1103515245 + 12345) >>> 0) >>> 8) % n;
-  const sockets = new Set<net.Socket>();
-  const pass = (from: net.Socket, to: net.Socket): void => {
-    let queue = Promise.resolve();
-    from.on('data', (chunk: Buffer) => {
-      queue = queue.then(async () => {
-        for (let at = 0; at < chunk.length; ) {
-          const n = 1 + rand(Math.min(300, chunk.length - at));
-          if (!to.destroyed) to.write(chunk.subarray(at, at + n));
-          at += n;
-          if (rand(4) === 0) await new Promise((r) => setImmediate(r));
-        }
-      });
-    });
-    from.on('end', () => void queue.then(() => to.end()));
-    from.on('error', () => to.destroy());
-  };
-  const server = net.createServer((down) => {
-    const up = net.connect(target, host);
-    sockets.add(down).add(up);
-    pass(down, up);
-    pass(up, down);
-  });
-  await new Promise<void>((r) => server.listen(0, host, r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: () => {
-      for (const k of sockets) k.destroy();
-      server.close();
-    },
-  };
-}
 
 describe('balanced relay: grpc-js through it', () => {
   const pods: Upstream[] = [];
@@ -141,9 +106,9 @@ describe('balanced relay: grpc-js through it', () => {
     const expected = (await terminating.recorder.waitForEnded(4)).map(facts);
     await terminating.stop();
     for (const seed of [1, 2, 3]) {
-      const upSplit = await startSplitter(pod.port, pod.host, seed);
+      const upSplit = await startSplittingHop(pod.port, { seed, host: pod.host, maxPiece: 300, yieldEvery: 4 });
       const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', `${pod.host}:${upSplit.port}`]);
-      const downSplit = await startSplitter(sc.port, '127.0.0.1', seed + 100);
+      const downSplit = await startSplittingHop(sc.port, { seed: seed + 100, maxPiece: 300, yieldEvery: 4 });
       const c = client(downSplit.port);
       await script(c);
       c.close();

@@ -15,6 +15,7 @@ import { EMPTY_SETTINGS, frame } from '../../src/h2/frames.ts';
 import type { CallRecord } from '../../src/call/call-record.ts';
 import { h2Request } from '../support/http-clients.ts';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.ts';
+import { startSplittingHop } from '../support/splitting-hop.ts';
 
 const RELAY = ['--data-plane', 'relay'];
 
@@ -35,42 +36,6 @@ function serverStream(client: Client, responses: number): Promise<number> {
     s.on('error', reject);
     s.on('end', () => resolve(n));
   });
-}
-
-/**
- * A TCP hop that passes every byte on in random pieces, one write per piece and a
- * turn of the event loop between them, so that the reader behind it gets reads
- * that cut frames (and frame headers) anywhere.
- */
-async function startSplitter(target: number, seed: number): Promise<{ port: number; close(): void }> {
-  let s = seed;
-  const rand = (n: number): number => ((s = (s * 1103515245 + 12345) >>> 0) >>> 8) % n;
-  const sockets = new Set<net.Socket>();
-  const pass = (from: net.Socket, to: net.Socket): void => {
-    let queue = Promise.resolve();
-    from.on('data', (chunk: Buffer) => {
-      queue = queue.then(async () => {
-        for (let at = 0; at < chunk.length; ) {
-          const n = 1 + rand(Math.min(64, chunk.length - at));
-          if (!to.destroyed) to.write(chunk.subarray(at, at + n));
-          at += n;
-          await new Promise((r) => setImmediate(r));
-        }
-      });
-    });
-    from.on('end', () => void queue.then(() => to.end()));
-    from.on('error', () => to.destroy());
-  };
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target, '127.0.0.1');
-    client.setNoDelay(true);
-    upstream.setNoDelay(true);
-    sockets.add(client).add(upstream);
-    pass(client, upstream);
-    pass(upstream, client);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as net.AddressInfo).port, close: () => { for (const k of sockets) k.destroy(); server.close(); } };
 }
 
 const facts = (r: CallRecord): unknown => ({ protocol: r.protocol, path: r.path, httpStatus: r.httpStatus, grpcStatus: r.grpcStatus, requestMessages: r.requestMessages, responseMessages: r.responseMessages, requestBytes: r.requestBytes, responseBytes: r.responseBytes, reset: r.reset, deadline: r.deadline !== undefined });
@@ -101,9 +66,9 @@ describe('relay: the same records however the bytes are split', () => {
     await sc.stop();
 
     for (const seed of [1, 2, 3]) {
-      const upSplit = await startSplitter(Number(new URL(upstream.url).port), seed);
+      const upSplit = await startSplittingHop(Number(new URL(upstream.url).port), { seed });
       const split = await startTestSidecar(`http://127.0.0.1:${upSplit.port}`, RELAY);
-      const downSplit = await startSplitter(split.port, seed + 100);
+      const downSplit = await startSplittingHop(split.port, { seed: seed + 100 });
       const client = new GrpcJsEchoClient(`127.0.0.1:${downSplit.port}`, grpc.credentials.createInsecure()) as unknown as Client;
       await script(client);
       client.close();
