@@ -93,13 +93,22 @@ async function streamError(c: RawClient, id: number, code: number): Promise<void
 const rstStream = (id: number): Buffer => frame(FRAME.RST_STREAM, 0, id, Buffer.from([0, 0, 0, 0x8]));
 const settingsFrame = (id: number, value: number): Buffer => settings([[id, value]]);
 
-for (const plane of ['relay', 'terminate'] as const) {
-  describe(`rpcscope (--data-plane ${plane}) answers each RFC 9113 conformance case`, () => {
+/** The sidecar's arguments for each plane: the two inbound ones, and the balanced relay of an outbound sidecar. */
+const PLANE_ARGS = {
+  relay: ['--data-plane', 'relay'],
+  terminate: ['--data-plane', 'terminate'],
+  balanced: ['--mode', 'outbound', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2'],
+} as const;
+
+for (const plane of ['relay', 'terminate', 'balanced'] as const) {
+  /** The relays answer as RFC 9113 says; node:http2 (terminate) differs where README.md's conformance table says. */
+  const rfc = plane !== 'terminate';
+  describe(`rpcscope (${PLANE_ARGS[plane].join(' ')}) answers each RFC 9113 conformance case`, () => {
     let app: Awaited<ReturnType<typeof startApp>>;
     let sc: SidecarProcess;
     before(async () => {
       app = await startApp();
-      sc = await startSidecarProcess(['--upstream', `http://127.0.0.1:${app.port}`, '--data-plane', plane]);
+      sc = await startSidecarProcess(['--upstream', `http://127.0.0.1:${app.port}`, ...PLANE_ARGS[plane]]);
     });
     after(async () => {
       await sc.stop();
@@ -128,18 +137,18 @@ for (const plane of ['relay', 'terminate'] as const) {
         send(c, request(1, '/hold', true), frame(FRAME.DATA, 0, 1, Buffer.alloc(16_385)));
         await streamError(c, 1, H2_ERROR.FRAME_SIZE_ERROR);
       });
-      it(`HEADERS over SETTINGS_MAX_FRAME_SIZE: GOAWAY FRAME_SIZE_ERROR${plane === 'relay' ? ', then close' : ' (Node leaves the socket open)'}`, async () => {
+      it(`HEADERS over SETTINGS_MAX_FRAME_SIZE: GOAWAY FRAME_SIZE_ERROR${rfc ? ', then close' : ' (Node leaves the socket open)'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, 1, Buffer.concat([requestBlock('/'), literal('x-pad', 'p'.repeat(16_400))])));
-        await connectionError(c, H2_ERROR.FRAME_SIZE_ERROR, plane === 'relay');
+        await connectionError(c, H2_ERROR.FRAME_SIZE_ERROR, rfc);
       });
     });
 
     describe('5.1 stream states', () => {
-      it(`idle: DATA: GOAWAY PROTOCOL_ERROR${plane === 'relay' ? ', then close' : ' (Node leaves the socket open)'}`, async () => {
+      it(`idle: DATA: GOAWAY PROTOCOL_ERROR${rfc ? ', then close' : ' (Node leaves the socket open)'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, frame(FRAME.DATA, FLAG.END_STREAM, 1, Buffer.from('test')));
-        await connectionError(c, H2_ERROR.PROTOCOL_ERROR, plane === 'relay');
+        await connectionError(c, H2_ERROR.PROTOCOL_ERROR, rfc);
       });
       it('idle: RST_STREAM: GOAWAY PROTOCOL_ERROR', async () => {
         const c = await h2Raw(sc.port);
@@ -161,19 +170,19 @@ for (const plane of ['relay', 'terminate'] as const) {
         send(c, request(1, '/hold'), request(1, '/hold'));
         await streamError(c, 1, H2_ERROR.STREAM_CLOSED);
       });
-      it(`closed: DATA after RST_STREAM: ${plane === 'relay' ? 'STREAM_CLOSED' : 'ignored by Node'}`, async () => {
+      it(`closed: DATA after RST_STREAM: ${rfc ? 'STREAM_CLOSED' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, request(1, '/hold', true), rstStream(1), frame(FRAME.DATA, FLAG.END_STREAM, 1, Buffer.from('test')));
         if (plane === 'terminate') return ignoredByNode(c, 3);
         await streamError(c, 1, H2_ERROR.STREAM_CLOSED);
       });
-      it(`closed: HEADERS after RST_STREAM: ${plane === 'relay' ? 'STREAM_CLOSED' : 'ignored by Node'}`, async () => {
+      it(`closed: HEADERS after RST_STREAM: ${rfc ? 'STREAM_CLOSED' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, request(1, '/hold', true), rstStream(1), request(1, '/hold'));
         if (plane === 'terminate') return ignoredByNode(c, 3);
         await streamError(c, 1, H2_ERROR.STREAM_CLOSED);
       });
-      it(`closed: DATA: ${plane === 'relay' ? 'GOAWAY STREAM_CLOSED' : 'ignored by Node'}`, async () => {
+      it(`closed: DATA: ${rfc ? 'GOAWAY STREAM_CLOSED' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, request(1));
         await answered(c, 1);
@@ -181,7 +190,7 @@ for (const plane of ['relay', 'terminate'] as const) {
         if (plane === 'terminate') return ignoredByNode(c, 3);
         await connectionError(c, H2_ERROR.STREAM_CLOSED);
       });
-      it(`closed: HEADERS: ${plane === 'relay' ? 'GOAWAY STREAM_CLOSED' : 'ignored by Node'}`, async () => {
+      it(`closed: HEADERS: ${rfc ? 'GOAWAY STREAM_CLOSED' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, request(1));
         await answered(c, 1);
@@ -192,7 +201,7 @@ for (const plane of ['relay', 'terminate'] as const) {
     });
 
     describe('5.1.1 stream identifiers', () => {
-      it(`a stream identifier numerically smaller than the previous one: ${plane === 'relay' ? 'GOAWAY PROTOCOL_ERROR' : 'ignored by Node'}`, async () => {
+      it(`a stream identifier numerically smaller than the previous one: ${rfc ? 'GOAWAY PROTOCOL_ERROR' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         const counted = await terminated(sc.adminUrl, 'protocol_error');
         send(c, request(5), request(3));
@@ -200,7 +209,7 @@ for (const plane of ['relay', 'terminate'] as const) {
         await connectionError(c, H2_ERROR.PROTOCOL_ERROR);
         assert.equal(await terminated(sc.adminUrl, 'protocol_error'), counted + 1, 'counted as a connection the sidecar ended');
       });
-      it(`a lower identifier after a stream that is over: ${plane === 'relay' ? 'GOAWAY PROTOCOL_ERROR' : 'ignored by Node'}`, async () => {
+      it(`a lower identifier after a stream that is over: ${rfc ? 'GOAWAY PROTOCOL_ERROR' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, request(7));
         await answered(c, 7);
@@ -269,7 +278,7 @@ for (const plane of ['relay', 'terminate'] as const) {
     });
 
     describe('6.7 PING', () => {
-      it(`a PING with ACK nobody sent: ${plane === 'relay' ? 'ignored, the next PING is acknowledged' : 'Node ends the connection'}`, async () => {
+      it(`a PING with ACK nobody sent: ${rfc ? 'ignored, the next PING is acknowledged' : 'Node ends the connection'}`, async () => {
         const c = await h2Raw(sc.port);
         const unsolicited = Buffer.from('invalid\0', 'latin1');
         const expected = Buffer.from('rpcscope', 'latin1');
@@ -283,6 +292,7 @@ for (const plane of ['relay', 'terminate'] as const) {
       it('the ACK of a PING the app sent still reaches the app', async () => {
         const c = await h2Raw(sc.port);
         send(c, request(1, '/ping'));
+        // The 1:1 relay passes the app's PING to the client; the balanced relay answers it on its endpoint hop.
         if (plane === 'relay') {
           const ping = await eventually(() => framesOf(c).find((f) => f.type === FRAME.PING && !(f.flags & FLAG.ACK)), 'the app’s PING', ANSWER_MS);
           send(c, frame(FRAME.PING, FLAG.ACK, 0, ping.payload));
@@ -293,7 +303,7 @@ for (const plane of ['relay', 'terminate'] as const) {
     });
 
     describe('7 error codes', () => {
-      it(`a GOAWAY with an unknown code, then a PING: ${plane === 'relay' ? 'the PING is acknowledged' : 'Node ends the connection'}`, async () => {
+      it(`a GOAWAY with an unknown code, then a PING: ${rfc ? 'the PING is acknowledged' : 'Node ends the connection'}`, async () => {
         const c = await h2Raw(sc.port);
         const goaway = Buffer.alloc(8);
         goaway.writeUInt32BE(0xff, 4);

@@ -7,6 +7,7 @@
 // ending when the client goes.
 import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
+import { ErrorCode, hasCode } from '../core/errors.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { ClientFrameBudget } from '../relay/frame-budget.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
@@ -43,6 +44,7 @@ export class BalancedConnection {
       goaway: (_last, code) => ctx.observer.goaway('client', code),
       closed: () => this.closed(),
       dataFrameSent: () => this.budget.dataFrameSent(),
+      failed: (err) => this.unreadable(err),
     }, CLIENT_WINDOWS);
     this.hop.start();
     socket.resume();
@@ -80,7 +82,16 @@ export class BalancedConnection {
     this.done = true;
     for (const call of [...this.calls.values()]) call.clientGone();
     this.calls.clear();
-    this.socket.destroy();
+    // A connection the hop ended itself (GOAWAY sent) lingers for the client to read it; any other is gone.
+    if (!this.socket.writableEnded) this.socket.destroy();
+  }
+
+  /** The client's bytes broke HTTP/2 (counted as a connection the sidecar ended), or rpcscope failed reading them (counted as its own fault). */
+  private unreadable(err: unknown): void {
+    if (hasCode(err, ErrorCode.H2_FRAME)) {
+      this.ctx.faults.connectionTerminated('protocol_error');
+      this.ctx.log.debug('HTTP/2 frames could not be read; connection closed', { error: (err as Error).message, peer: this.conn.peer });
+    } else this.ctx.faults.internalError('relay', err);
   }
 
   /** A flood: GOAWAY ENHANCE_YOUR_CALM, and the connection ends (as the 1:1 relay ends it). */

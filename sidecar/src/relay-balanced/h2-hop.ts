@@ -30,6 +30,7 @@ import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame-parser.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
 import { HpackEncoder } from '../relay/hpack-encoder.ts';
+import { ClientStreamStates } from '../relay/stream-states.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -58,6 +59,8 @@ export interface HopHost {
   pong?(payload: Buffer): void;
   /** A DATA frame went to the peer (the flood budget lets a client answer each with WINDOW_UPDATEs). */
   dataFrameSent?(): void;
+  /** The peer's bytes could not be read (a connection error, or a fault of rpcscope's own): GOAWAY went, the connection closes. */
+  failed?(err: unknown): void;
 }
 
 export interface HopWindows {
@@ -124,6 +127,12 @@ export class H2Hop {
   /** A GOAWAY was sent or received: no new stream. */
   goingAway = false;
   closed = false;
+  /**
+   * Server role: what is known of the client's streams that are no open call —
+   * the highest id it opened, those it skipped, those it ended — and the errors
+   * a frame on one of them is (relay/stream-states.ts, shared with the 1:1 relay).
+   */
+  private readonly states: ClientStreamStates | undefined;
   /** Credits owed to the other hop, held while this socket's buffer is full (so a client that reads nothing holds nothing more). */
   private heldSent: [HopStream, number][] = [];
 
@@ -134,6 +143,7 @@ export class H2Hop {
     private readonly windows: HopWindows,
   ) {
     this.recvWindow = windows.connection;
+    this.states = role === 'server' ? new ClientStreamStates() : undefined;
     this.parser = new FrameParser(this.sink(), role === 'server');
     this.parser.maxFrameSize = DEFAULT_MAX_FRAME_SIZE;
     socket.on('data', (chunk: Buffer) => this.read(chunk));
@@ -371,6 +381,7 @@ export class H2Hop {
       this.parser.push(chunk);
     } catch (err) {
       const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
+      this.host.failed?.(err);
       this.fail(code, err as Error);
     }
   }
@@ -405,9 +416,11 @@ export class H2Hop {
           if (end) this.remoteEnd(s);
           return s.sink?.headers(list, end);
         }
-        if (this.role === 'client') return;
-        if (id <= this.lastPeerId) return void this.queue(rstStreamFrame(id, Http2Error.STREAM_CLOSED));
-        if ((id & 1) === 0) throw new FrameError(Http2Error.PROTOCOL_ERROR, 'client opened an even-numbered stream (RFC 9113 §5.1.1)');
+        const states = this.states;
+        // Client role: the answer to a stream this hop reset already.
+        if (!states) return;
+        // A stream over that the client did not end: late, and ignored (§5.1 closed). Others throw (stream-states.ts).
+        if (!states.opening(id)) return;
         this.lastPeerId = id;
         if (this.goingAway) return void this.queue(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
         const sink = this.host.opened(id, list, end, this.decoder.overflowed);
@@ -423,7 +436,7 @@ export class H2Hop {
           if (this.windows.creditOnReceipt) this.creditConnection(flow);
         }
         if (!s) {
-          if (this.role === 'server' && id > this.lastPeerId) throw new FrameError(Http2Error.PROTOCOL_ERROR, `DATA on idle stream ${id} (RFC 9113 §6.1)`);
+          this.states?.data(id, undefined);
           // A stream over: its octets still count against the connection's window, which opens again at once.
           if (last && !this.windows.creditOnReceipt) this.creditConnection(flow);
           return;
@@ -442,10 +455,8 @@ export class H2Hop {
       },
       rstStream: (id, code) => {
         const s = this.streams.get(id);
-        if (!s) {
-          if (this.role === 'server' && id > this.lastPeerId) throw new FrameError(Http2Error.PROTOCOL_ERROR, `RST_STREAM on idle stream ${id} (RFC 9113 §6.4)`);
-          return;
-        }
+        if (!s) return void this.states?.control(id, 'RST_STREAM');
+        this.states?.clientEnded(id);
         s.reset = true;
         this.forget(s);
         s.sink?.reset(code);
@@ -471,19 +482,20 @@ export class H2Hop {
           return;
         }
         const s = this.streams.get(id);
-        if (!s) {
-          if (this.role === 'server' && id > this.lastPeerId) throw new FrameError(Http2Error.PROTOCOL_ERROR, `WINDOW_UPDATE on idle stream ${id} (RFC 9113 §5.1)`);
-          return;
-        }
+        if (!s) return void this.states?.control(id, 'WINDOW_UPDATE');
         s.sendWindow += increment;
-        if (s.sendWindow > MAX_WINDOW) return void this.reset(s, Http2Error.FLOW_CONTROL_ERROR);
+        // A stream error (§6.9.1): the stream is reset, and its call hears of it.
+        if (s.sendWindow > MAX_WINDOW) return void this.streamFlowError(s);
         if (s.queue.length > 0) this.send(s);
       },
       ping: (flags, payload) => {
         if (flags & Flag.ACK) return this.host.pong?.(payload);
         this.queue(frame(FrameType.PING, Flag.ACK, 0, payload));
       },
-      other: () => {},
+      other: (type, _flags, id, length) => {
+        // A PRIORITY of another length is a stream error FRAME_SIZE_ERROR (§6.3); the connection ends with it (§5.4.1).
+        if (type === FrameType.PRIORITY && length !== 5) throw new FrameError(Http2Error.FRAME_SIZE_ERROR, `PRIORITY of ${length} octets on stream ${id} (RFC 9113 §6.3)`);
+      },
     };
   }
 
@@ -495,6 +507,7 @@ export class H2Hop {
 
   private remoteEnd(s: HopStream): void {
     s.remoteEnded = true;
+    this.states?.clientEnded(s.id);
     if (s.localEnded) this.forget(s);
   }
 
