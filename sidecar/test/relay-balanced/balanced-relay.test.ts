@@ -141,7 +141,7 @@ async function startEndpoint(onStream: (stream: http2.ServerHttp2Stream, n: numb
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());
-        setTimeout(r, 500).unref();
+        setTimeout(r, 500);
       }),
   };
 }
@@ -221,6 +221,51 @@ describe('balanced relay: what endpoints do to calls', () => {
     const [first] = await sc.recorder.waitForEnded(2);
     assert.equal(first!.upstreamLost, true);
     c.close();
+    await sc.stop();
+    await ep.close();
+  });
+  it('sends the calls an endpoint\'s GOAWAY left out once more, on a new connection', async () => {
+    const ep = await startEndpoint((s, n) => {
+      // The second call of two on one connection: the endpoint's GOAWAY names the first as the last it takes, and answers only that one.
+      if (n === 1) s.session?.goaway(http2.constants.NGHTTP2_NO_ERROR, 1);
+      else answerOk(s, n === 0 ? 100 : 0);
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    const calls = await Promise.all([unary(c, { message: 'first' }), unary(c, { message: 'left out' })]);
+    assert.deepEqual(calls.map((r) => r.err), [null, null]);
+    const ended = await sc.recorder.waitForEnded(2);
+    assert.deepEqual(ended.map((r) => r.grpcStatus), [0, 0]);
+    assert.equal(ep.sessions, 2, 'the call left out went again on a second connection');
+    assert.ok(sc.recorder.goaways.some((g) => g.side === 'upstream' && g.code === 0), JSON.stringify(sc.recorder.goaways));
+    c.close();
+    await sc.stop();
+    await ep.close();
+  });
+
+  it('ends a call at its deadline with --enforce-deadlines, cancelling the endpoint\'s stream', async () => {
+    let cancelled = false;
+    const ep = await startEndpoint((s) => {
+      s.on('close', () => (cancelled = s.rstCode === http2.constants.NGHTTP2_CANCEL));
+      s.resume();
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address, '--enforce-deadlines']);
+    const session = http2.connect(sc.url);
+    const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      const req = session.request({ ':method': 'POST', ':path': '/echo.v1.EchoService/Echo', 'content-type': 'application/grpc', te: 'trailers', 'grpc-timeout': '200m' });
+      req.on('response', (h) => h['grpc-status'] !== undefined && resolve(h));
+      req.on('trailers', resolve);
+      req.on('error', reject);
+      req.resume();
+      req.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    assert.equal(trailers['grpc-status'], String(grpc.status.DEADLINE_EXCEEDED));
+    const [record] = await sc.recorder.waitForEnded(1);
+    assert.equal(record!.deadlineEnforced, true);
+    assert.equal(record!.grpcStatus, grpc.status.DEADLINE_EXCEEDED);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(cancelled, true, 'the endpoint\'s stream was reset CANCEL');
+    session.close();
     await sc.stop();
     await ep.close();
   });
