@@ -50,8 +50,10 @@ const comparable = (what: Case, r: CallResult): Partial<CallResult> => (what ===
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-export function describeInterop(client: Peer, server: Peer): void {
-  const scenario = `${NAMES[client]} client → rpcscope → ${NAMES[server]} server`;
+/** `plane`: the sidecar's data plane, inbound (its default relay) or the balanced relay of an outbound sidecar. */
+export function describeInterop(client: Peer, server: Peer, plane: 'inbound' | 'balanced' = 'inbound'): void {
+  const scenario = `${NAMES[client]} client → rpcscope${plane === 'balanced' ? ' (outbound, balanced relay)' : ''} → ${NAMES[server]} server`;
+  const planeArgs = plane === 'balanced' ? ['--mode', 'outbound', '--outbound-data-plane', 'relay'] : [];
   describe(scenario, () => {
     let peer: PeerServer;
     let sc: SidecarProcess;
@@ -59,7 +61,7 @@ export function describeInterop(client: Peer, server: Peer): void {
 
     before(async () => {
       peer = await startServer(server);
-      sc = await startSidecarProcess(['--upstream', `http://127.0.0.1:${peer.port}`, '--upstream-protocol', 'http2', '--log-level', 'info']);
+      sc = await startSidecarProcess(['--upstream', `http://127.0.0.1:${peer.port}`, '--upstream-protocol', 'http2', '--log-level', 'info', ...planeArgs]);
     });
     after(async () => {
       await sc.stop();
