@@ -116,7 +116,7 @@ export class BalancedCall {
       headers: (list, end) => {
         // Request trailers: gRPC sends none; passed on as they are.
         if (end) this.requestEnded = true;
-        if (this.up && this.ep) this.ep.hop.headers(this.up, list.slice(), end);
+        if (this.up && this.ep) this.ep.hop.headers(this.up, list, end);
         if (end) this.maybeEnd();
       },
       data: (chunk, end) => {
@@ -183,7 +183,7 @@ export class BalancedCall {
       }
     }
     if (end) this.responseComplete();
-    this.client.headers(this.down, list.slice(), end);
+    this.client.headers(this.down, list, end);
     if (end) this.maybeEnd();
   }
 

@@ -195,12 +195,16 @@ export class H2Hop {
     return s;
   }
 
-  /** A header block on `s` (encoded now, in wire order: HPACK tables follow the order blocks are sent). */
+  /**
+   * A header block on `s`, encoded now, in wire order (HPACK tables follow the
+   * order blocks are sent). `list` may be a decoder's own array, reused at its
+   * next block: it is copied only when it must wait.
+   */
   headers(s: HopStream, list: HeaderList, end: boolean): void {
     if (s.reset || s.localEnded) return;
     if (s.queued > 0 || s.endAfter) {
       // Trailers after DATA still waiting: they go when it has.
-      s.trailersAfter = list;
+      s.trailersAfter = list.slice();
       s.endAfter = true;
       return;
     }
