@@ -6,11 +6,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { GrpcJsEchoClient, deterministicBytes, startGrpcJsEcho, type EchoRequestObject, type EchoResponseObject, type Upstream } from '@rpcscope/demo';
 import type { CallRecord } from '../../src/call/call-record.ts';
+import { makeSelfSignedCert } from '../support/certs.ts';
 import { startTestSidecar } from '../support/sidecar.ts';
 import { startSplittingHop } from '../support/splitting-hop.ts';
 
@@ -268,5 +270,27 @@ describe('balanced relay: what endpoints do to calls', () => {
     session.close();
     await sc.stop();
     await ep.close();
+  });
+  it('reaches TLS endpoints (ALPN h2, verified against --upstream-ca), and serves TLS clients', async () => {
+    const cert = makeSelfSignedCert();
+    const server = http2.createSecureServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) });
+    server.on('stream', (stream) => {
+      stream.on('error', () => {});
+      answerOk(stream);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as net.AddressInfo;
+    const sc = await startTestSidecar(`https://127.0.0.1:${port}`, [...BALANCED, '--endpoints', `127.0.0.1:${port}`, '--upstream-ca', cert.certFile, '--tls-cert', cert.certFile, '--tls-key', cert.keyFile]);
+    const c = new GrpcJsEchoClient(`localhost:${sc.port}`, grpc.credentials.createSsl(readFileSync(cert.certFile))) as unknown as Client;
+    for (let i = 0; i < 3; i++) assert.equal((await unary(c, { message: 'tls' })).err, null);
+    const ended = await sc.recorder.waitForEnded(3);
+    assert.ok(ended.every((r) => r.grpcStatus === 0 && r.upstream === `127.0.0.1:${port}`), JSON.stringify(ended.map((r) => [r.grpcStatus, r.upstream])));
+    assert.equal(sc.recorder.opened.filter((o) => o.side === 'upstream').length, 1, 'one TLS connection to the endpoint for the three calls');
+    c.close();
+    await sc.stop();
+    await new Promise<void>((r) => {
+      server.close(() => r());
+      setTimeout(r, 500);
+    });
   });
 });
