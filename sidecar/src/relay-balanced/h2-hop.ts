@@ -100,9 +100,9 @@ const dirty = new Set<H2Hop>();
 let flushScheduled = false;
 function flushAll(): void {
   flushScheduled = false;
-  const hops = [...dirty];
+  // A flush only writes: no hop is queued to while this runs.
+  for (const hop of dirty) hop.flush();
   dirty.clear();
-  for (const hop of hops) hop.flush();
 }
 
 export class H2Hop {
