@@ -101,11 +101,16 @@ async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<
 
 const allTests = ['sidecar/test', 'demo/test', 'test'].flatMap((d) => findTests(join(root, d))).sort();
 results.push(await step('node:test suites', () => nodeTests(allTests)));
-// Inbound HTTP/2 and HTTP/1.1 take their relays by default; the suites that
-// exercise the data plane run once more on the terminating path
-// (--data-plane terminate, --http1-data-plane terminate), which users can
-// choose and which outbound mode, translated calls and the mirror always take.
+// HTTP/2 and HTTP/1.1 take their relays by default (inbound: 1:1; outbound
+// HTTP/2: the balanced relay); the suites that exercise the data plane run once
+// more on the terminating path (--data-plane, --http1-data-plane and
+// --outbound-data-plane terminate), which users can choose and which translated
+// calls and the mirror always take: the outbound ones too (pickers, DNS
+// discovery, connection age, endpoint series, an endpoint that vanishes).
 const TERMINATE_SUITES = [
+  /^sidecar\/test\/upstream\/balancer\/outbound\.test\.ts$/,
+  /^test\/fleet\/(outbound-balance|dns-discovery|max-connection-age|sticky-skew)\.test\.ts$/,
+  /^test\/cluster\/(blackhole-upstream|outbound-dns)\.test\.ts$/,
   /^sidecar\/test\/proxy\//,
   /^sidecar\/test\/listen\//,
   /^sidecar\/test\/upstream\/h1-/,
@@ -120,25 +125,6 @@ results.push(
     ),
   ),
 );
-// Outbound HTTP/2 terminates per call by default; the outbound suites (pickers,
-// DNS discovery, connection age, endpoint series, an endpoint that vanishes) run
-// once more on the balanced relay (--outbound-data-plane relay), which maps each
-// call's frames onto pooled endpoint connections.
-const BALANCED_SUITES = [
-  /^sidecar\/test\/upstream\/balancer\/outbound\.test\.ts$/,
-  /^test\/fleet\/(outbound-balance|dns-discovery|max-connection-age|sticky-skew)\.test\.ts$/,
-  /^test\/acceptance\/(endpoint-series-ttl|data-plane)\.test\.ts$/,
-  /^test\/cluster\/(blackhole-upstream|outbound-dns)\.test\.ts$/,
-];
-results.push(
-  await step('node:test suites, balanced outbound relay', () =>
-    nodeTests(
-      allTests.filter((f) => BALANCED_SUITES.some((re) => re.test(f))),
-      { RPCSCOPE_OUTBOUND_DATA_PLANE: 'relay' },
-    ),
-  ),
-);
-
 process.stdout.write('\n');
 for (const r of results) {
   process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name.padEnd(40)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(3)} failed ${String(r.skipped).padStart(3)} skipped ${String(r.todo).padStart(3)} todo  ${r.seconds.toFixed(1)} s\n`);

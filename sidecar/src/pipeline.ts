@@ -5,6 +5,8 @@
 //   detect     listen/sniff.ts           HTTP/1.1 or HTTP/2, from ALPN or the first bytes
 //   relay      relay/                    inbound HTTP/2 (--data-plane relay): frames passed
 //                                        through to one upstream connection per client connection
+//   balanced   relay-balanced/           outbound HTTP/2 (--outbound-data-plane relay): each
+//                                        call's frames mapped onto a pooled endpoint connection
 //   relay-h1   relay-h1/                 inbound HTTP/1.1 (--http1-data-plane relay): heads and
 //                                        bodies passed as bytes to one upstream connection each
 //   terminate  proxy/, transcode/        everything else: each call forwarded on its own

@@ -1,9 +1,10 @@
 // Which data plane an HTTP/2 connection gets. The relay passes frames through
 // to one upstream connection and so cannot do what needs a call of its own on
-// the upstream side: pick an upstream per call (outbound balancing,
-// --grpc-upstream), speak HTTP/1.1 to the upstream, or hand calls to a
-// translating path (--transcode, --grpc-web-bridge, --split, --shadow). Those
-// keep the terminating path (node:http2). Tracing does not: the relay writes the
+// the upstream side: pick an upstream per call (outbound balancing, which the
+// balanced relay does: relay-balanced/balanced-applies.ts; --grpc-upstream),
+// speak HTTP/1.1 to the upstream, or hand calls to a translating path
+// (--transcode, --grpc-web-bridge, --split, --shadow). Those keep the
+// terminating path (node:http2). Tracing does not: the relay writes the
 // client's header blocks anew to inject a traceparent (translate mode).
 import type { Config } from '../config/load.ts';
 

@@ -13,9 +13,10 @@ function config(...args: string[]): Config {
 }
 
 describe('balancedRelayApplies', () => {
-  it('terminates outbound calls by default, and relays them with --outbound-data-plane relay', () => {
-    assert.equal(config().outboundDataPlane, 'terminate');
-    assert.equal(balancedRelayApplies(config()), false);
+  it('relays outbound calls by default, and terminates them with --outbound-data-plane terminate', () => {
+    assert.equal(config().outboundDataPlane, 'relay');
+    assert.equal(balancedRelayApplies(config()), true);
+    assert.equal(balancedRelayApplies(config('--outbound-data-plane', 'terminate')), false);
     assert.equal(balancedRelayApplies(config('--outbound-data-plane', 'relay')), true);
     assert.equal(balancedRelayApplies(config('--outbound-data-plane', 'relay', '--upstream-protocol', 'http2', '--enforce-deadlines')), true);
     // The inbound relay, 1:1, never takes an outbound connection.
