@@ -2,7 +2,8 @@
 // that terminates HTTP/2 and one that relays its frames (--data-plane relay),
 // in front of the same upstream, must leave the same rpcscope_* series on
 // /metrics; again with tracing on, where the relay writes request header
-// blocks anew (translate mode). Then real HTTP/2 clients through the relay:
+// blocks anew (translate mode); and an outbound sidecar's balanced relay
+// (--outbound-data-plane relay) against node:http2. Then real HTTP/2 clients through the relay:
 // nghttp and h2load. And the same for HTTP/1.1 callers on the HTTP/1.1 relay
 // (--http1-data-plane) and node:http.
 import assert from 'node:assert/strict';
@@ -152,6 +153,41 @@ for (const tracing of [false, true]) describe(`the relay and the terminating pat
     assert.equal(opened(relayed, 'upstream'), opened(relayed, 'downstream'));
     assert.deepEqual(r.filter((line) => !t.includes(line)), [], 'only through the relay');
     assert.deepEqual(t.filter((line) => !r.includes(line)), [], 'only through the terminating path');
+  });
+});
+
+for (const tracing of [false, true]) describe(`outbound: the balanced relay and the terminating path observe the same calls${tracing ? ', tracing on' : ''}`, () => {
+  const pods: Upstream[] = [];
+  let receiver: OtlpReceiver | undefined;
+  let terminate: SidecarProcess;
+  let balanced: SidecarProcess;
+  before(async () => {
+    for (const host of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) pods.push(await startConnectEcho({ host }));
+    receiver = tracing ? await startOtlpReceiver() : undefined;
+    const env: Record<string, string> = receiver ? { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' } : {};
+    const args = ['--mode', 'outbound', '--upstream', pods[0]!.url, '--endpoints', pods.map((p) => `${p.host}:${p.port}`).join(','), '--balance', 'round_robin'];
+    terminate = await startSidecarProcess([...args, '--outbound-data-plane', 'terminate'], env);
+    balanced = await startSidecarProcess([...args, '--outbound-data-plane', 'relay'], env);
+  });
+  after(async () => {
+    await terminate.stop();
+    await balanced.stop();
+    await Promise.all(pods.map((p) => p.close()));
+    await receiver?.close();
+  });
+
+  it('scrapes equal rpcscope_* series after the same script, each endpoint its same calls', async () => {
+    for (const sc of [terminate, balanced]) {
+      await runScript(sc);
+      await eventually(async () => (await scrape(sc)).filter((s) => s.name === 'rpcscope_calls_active').every((s) => s.value === 0), 'no call in flight', 5000);
+    }
+    const [t, b] = [compared(await scrape(terminate)), compared(await scrape(balanced))];
+    assert.ok(t.some((line) => line.startsWith('rpcscope_calls_total') && line.includes('code="CANCELLED"')), 'the script cancels a call');
+    // Round robin over three endpoints: each took calls, the same ones on both planes.
+    const endpointsUsed = new Set(t.filter((line) => line.startsWith('rpcscope_upstream_calls_total')).map((line) => /upstream="([^"]+)"/.exec(line)?.[1]));
+    assert.equal(endpointsUsed.size, 3, t.filter((line) => line.startsWith('rpcscope_upstream_calls_total')).join('\n'));
+    assert.deepEqual(b.filter((line) => !t.includes(line)), [], 'only through the balanced relay');
+    assert.deepEqual(t.filter((line) => !b.includes(line)), [], 'only through the terminating path');
   });
 });
 
