@@ -33,6 +33,13 @@ import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries
 import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
 import type { H2Hop, HopStream, StreamSink } from './h2-hop.ts';
 
+/** What a call tells the client connection it is on. */
+export interface CallHooks {
+  ended(id: number): void;
+  /** The client reset the call before its answer began (the rapid-reset budget). */
+  resetBeforeAnswer(): void;
+}
+
 /** Where the response to the client stands: nothing sent, headers sent, or its last frame queued. */
 type Response = 'pending' | 'streaming' | 'ended';
 
@@ -64,7 +71,7 @@ export class BalancedCall {
     list: HeaderList,
     end: boolean,
     private readonly endpoints: EndpointHops,
-    private readonly onEnd: (id: number) => void,
+    private readonly connection: CallHooks,
   ) {
     const headers = headerBag(list);
     const method = headerText(headers[':method']) ?? 'GET';
@@ -129,7 +136,10 @@ export class BalancedCall {
         else if (chunk.length > 0) this.client.consumed(this.down, chunk.length);
         if (end) this.maybeEnd();
       },
-      reset: (code) => this.clientReset(code),
+      reset: (code) => {
+        if (this.response === 'pending' && !this.ended) this.connection.resetBeforeAnswer();
+        this.clientReset(code);
+      },
       sent: (octets) => {
         if (this.up && this.ep) this.ep.hop.consumed(this.up, octets);
       },
@@ -324,6 +334,6 @@ export class BalancedCall {
     this.doneUpstream();
     this.body = undefined;
     this.call.end(reset);
-    this.onEnd(this.down.id);
+    this.connection.ended(this.down.id);
   }
 }

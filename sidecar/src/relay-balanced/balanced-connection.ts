@@ -9,7 +9,8 @@ import type net from 'node:net';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { ErrorCode, hasCode } from '../core/errors.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
-import { ClientFrameBudget } from '../relay/frame-budget.ts';
+import type { TerminationReason } from '../call/faults.ts';
+import { ClientFrameBudget, REFUSAL_BODY, REFUSAL_FIELDS, RESET_FLOOD, STREAM_LIMIT } from '../relay/frame-budget.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
 import { MAX_STREAMS } from '../relay/relay-calls.ts';
 import type { ProxyContext } from '../upstream/context.ts';
@@ -20,6 +21,9 @@ import { H2Hop, type StreamSink } from './h2-hop.ts';
 /** What a client connection is given: streams of 256 KiB, 1 MiB in all, credited once passed on, and MAX_STREAMS at once. */
 const CLIENT_WINDOWS = { stream: 256 * 1024, connection: 1024 * 1024, creditOnReceipt: false, maxStreams: MAX_STREAMS } as const;
 
+/** The sink of a stream answered before it was a call: nothing it sends is read. */
+const IGNORED: StreamSink = { headers: () => {}, data: () => {}, reset: () => {}, sent: () => {} };
+
 /** Between the two GOAWAYs: time for streams the client sent before the first to arrive. */
 const SECOND_GOAWAY_MS = 1000;
 
@@ -27,6 +31,8 @@ export class BalancedConnection {
   private readonly hop: H2Hop;
   private readonly calls = new Map<number, BalancedCall>();
   private readonly budget = new ClientFrameBudget();
+  /** What a call tells its connection: it ended; its client reset it before its answer. */
+  private readonly hooks = { ended: (id: number) => this.ended(id), resetBeforeAnswer: () => this.resetBeforeAnswer() };
   /** The second GOAWAY went: the connection closes once its calls are over. */
   private draining = false;
   private done = false;
@@ -36,7 +42,7 @@ export class BalancedConnection {
     // Floods are cut before their frames are read (frame-budget.ts).
     socket.prependListener('data', (chunk: Buffer) => {
       const flood = this.budget.read(chunk);
-      if (flood) this.cut(flood.reason, flood.message);
+      if (flood) this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
     });
     this.hop = new H2Hop(socket, 'server', {
       opened: (id, list, end, overflowed) => this.opened(id, list, end, overflowed),
@@ -45,21 +51,22 @@ export class BalancedConnection {
       closed: () => this.closed(),
       dataFrameSent: () => this.budget.dataFrameSent(),
       failed: (err) => this.unreadable(err),
+      acknowledged: () => this.budget.settingsAcknowledged(),
     }, CLIENT_WINDOWS);
-    this.hop.start();
+    // The client is held to the stream limit of these SETTINGS once it acknowledges them (frame-budget.ts).
+    this.budget.upstreamSettings(this.hop.start());
     socket.resume();
   }
 
   private opened(id: number, list: HeaderList, end: boolean, overflowed: boolean): StreamSink | undefined {
-    if (overflowed) {
-      this.ctx.faults.streamRefused('memory_budget');
-      return void this.refuse(id, Http2Error.REFUSED_STREAM);
-    }
+    // Past the limit it acknowledged (RFC 9113 §5.1.2): a connection error, as nghttp2 makes it.
+    if (this.budget.overStreamLimit(this.calls.size)) return void this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
+    if (overflowed) return void this.refuseHeaderList(id);
     if (this.calls.size >= MAX_STREAMS) {
       this.ctx.faults.streamRefused('stream_limit');
       return void this.refuse(id, Http2Error.REFUSED_STREAM);
     }
-    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, end, this.endpoints, (ended) => this.ended(ended));
+    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, end, this.endpoints, this.hooks);
     if (call.over) return this.hop.streams.get(id)?.sink;
     this.calls.set(id, call);
     return this.hop.streams.get(id)?.sink;
@@ -67,8 +74,27 @@ export class BalancedConnection {
 
   /** A stream refused before it was a call: RST_STREAM with `code` (REFUSED_STREAM: the client may send it again, RFC 9113 §8.7). */
   private refuse(id: number, code: number): void {
-    const s = this.hop.accept(id, undefined as unknown as StreamSink);
+    const s = this.hop.accept(id, IGNORED);
     this.hop.reset(s, code);
+  }
+
+  /**
+   * A request header list over the size: 431, as the terminating path and the
+   * 1:1 relay answer it, never sent on; the first on a connection also ends the
+   * connection gracefully (two-step GOAWAY), counted as bad_request.
+   */
+  private refuseHeaderList(id: number): void {
+    const s = this.hop.accept(id, IGNORED);
+    this.hop.headers(s, REFUSAL_FIELDS.flat(), false);
+    this.hop.data(s, REFUSAL_BODY, true);
+    if (!this.budget.firstHeaderListRefused()) return;
+    this.ctx.faults.connectionTerminated('bad_request');
+    this.goAway();
+  }
+
+  /** A call's client reset it before its answer: what a rapid-reset flood is made of (frame-budget.ts). */
+  private resetBeforeAnswer(): void {
+    if (!this.budget.streamReset()) this.cut(RESET_FLOOD.reason, Http2Error.ENHANCE_YOUR_CALM, RESET_FLOOD.message);
   }
 
   private ended(id: number): void {
@@ -94,13 +120,13 @@ export class BalancedConnection {
     } else this.ctx.faults.internalError('relay', err);
   }
 
-  /** A flood: GOAWAY ENHANCE_YOUR_CALM, and the connection ends (as the 1:1 relay ends it). */
-  private cut(reason: Parameters<ProxyContext['faults']['connectionTerminated']>[0], message: string): void {
-    if (this.done) return;
+  /** A flood, or streams past the limit: GOAWAY with `code`, and the connection ends (as the 1:1 relay ends it). */
+  private cut(reason: TerminationReason, code: number, message: string): void {
+    if (this.done || this.hop.closed) return;
     this.ctx.faults.connectionTerminated(reason);
-    this.ctx.observer.goaway('proxy', Http2Error.ENHANCE_YOUR_CALM);
+    this.ctx.observer.goaway('proxy', code);
     this.ctx.log.warn('client connection cut', { reason, detail: message });
-    this.hop.fail(Http2Error.ENHANCE_YOUR_CALM, new Error(message));
+    this.hop.fail(code, new Error(message));
   }
 
   /**

@@ -52,6 +52,8 @@ export interface HopHost {
   opened(id: number, list: HeaderList, end: boolean, overflowed: boolean): StreamSink | undefined;
   /** The peer's SETTINGS came (the first one: the connection is usable). */
   settled(): void;
+  /** The peer acknowledged this hop's SETTINGS (its stream limit now binds the peer). */
+  acknowledged?(): void;
   goaway(last: number, code: number): void;
   /** The connection is gone: every stream still open ends with it. */
   closed(error: Error | undefined): void;
@@ -152,8 +154,8 @@ export class H2Hop {
     socket.on('error', (err) => this.gone(err));
   }
 
-  /** Starts the connection: the preface (client role) and this hop's SETTINGS, then the connection window. */
-  start(): void {
+  /** Starts the connection: the preface (client role) and this hop's SETTINGS, then the connection window; returns the SETTINGS' payload. */
+  start(): Buffer {
     const w = this.windows;
     const settings: number[] = [Setting.INITIAL_WINDOW_SIZE, w.stream, 0x6 /* MAX_HEADER_LIST_SIZE */, MAX_HEADER_LIST_SIZE];
     if (this.role === 'client') settings.push(Setting.ENABLE_PUSH, 0);
@@ -166,6 +168,7 @@ export class H2Hop {
     if (this.role === 'client') this.queue(CLIENT_PREFACE);
     this.queue(frame(FrameType.SETTINGS, 0, 0, payload));
     if (w.connection > DEFAULT_WINDOW) this.queue(windowUpdateFrame(0, w.connection - DEFAULT_WINDOW));
+    return payload;
   }
 
   /** Streams open now. */
@@ -466,7 +469,7 @@ export class H2Hop {
         s.sink?.reset(code);
       },
       settings: (flags, payload) => {
-        if (flags & Flag.ACK) return;
+        if (flags & Flag.ACK) return this.host.acknowledged?.();
         this.applySettings(payload);
         this.queue(SETTINGS_ACK);
         if (!this.settledOnce) {

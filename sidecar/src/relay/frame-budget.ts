@@ -220,11 +220,12 @@ export class ClientFrameBudget {
   }
 }
 
-const REFUSAL_FIELDS: [string, string][] = [
+/** The 431 a request header list over the size is answered with, on either relay. */
+export const REFUSAL_FIELDS: [string, string][] = [
   [':status', '431'],
   ['content-type', 'text/plain; charset=utf-8'],
 ];
-const REFUSAL_BODY = Buffer.from(`rpcscope: request header list over ${MAX_HEADER_LIST_SIZE} octets\n`);
+export const REFUSAL_BODY = Buffer.from(`rpcscope: request header list over ${MAX_HEADER_LIST_SIZE} octets\n`);
 
 /** The 431 answer's frames on stream `id`, its header block encoded when written (`encode`, which knows the client's table). */
 export function headerListRefusal(id: number, encode: (fields: [string, string][]) => Buffer): [() => Buffer, Buffer] {
