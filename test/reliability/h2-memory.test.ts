@@ -66,6 +66,35 @@ async function stillServing(sc: SidecarProcess, what: string): Promise<void> {
   assert.equal(status, 200, `a call after ${what}`);
 }
 
+/**
+ * 3,000 streams, each a 60 KB header list the app never answers, on one
+ * connection: past 10 MiB of held header lists the sidecar refuses them
+ * (REFUSED_STREAM, counted memory_budget) instead of holding 180 MB.
+ */
+async function heldHeaderLists(plain: SidecarProcess, plane: string): Promise<void> {
+  const c = await h2Raw(plain.port);
+  const before = rssBytes(plain.proc.pid!);
+  const sampler = rssSampler(plain.proc.pid!, 50);
+  const counted = await scrape(plain.adminUrl, 'rpcscope_streams_refused_total', { reason: 'memory_budget' });
+  const big = literal('x-held', 'h'.repeat(60_000));
+  const n = 3000;
+  for (let i = 0; i < n; i++) await write(c, headerBlockFrames(1 + 2 * i, requestBlock('/hold', 'GET', [big]), true));
+  const refusedCount = (): number => [...resets(framesOf(c)).values()].filter((code) => code === H2_ERROR.REFUSED_STREAM).length;
+  await eventually(() => refusedCount() > 0, 'streams are refused');
+  const refused = await settled(refusedCount, 1000);
+  const grown = sampler.stop() - before;
+  c.socket.destroy();
+  // 10 MiB / (60,000 + the request's fields) ≈ 174 held; the rest refused.
+  assert.ok(refused >= n - 200 && refused < n, `${refused} of ${n} refused`);
+  assert.equal(await scrape(plain.adminUrl, 'rpcscope_streams_refused_total', { reason: 'memory_budget' }), counted + refused);
+  // Without the budget: +247 MiB, all of it held. With it, what grows is mostly V8's young
+  // generation widening under 180 MB of decoded lists that are garbage at once (with
+  // --max-semi-space-size=2 the same run grows 24 MiB), and it stays the same after the close.
+  assert.ok(grown < 96 * MB, `the sidecar grew ${(grown / MB).toFixed(1)} MiB`);
+  reportFigure({ section: 'bad-input', scenario: `3,000 held HTTP/2 streams of 60 KB header lists on one connection, ${plane}`, name: 'sidecar RSS growth', value: Math.round(grown / MB), unit: 'MiB' });
+  await stillServing(plain, 'the held header lists');
+}
+
 describe('rpcscope relay: one connection cannot make the sidecar hold hundreds of MiB', () => {
   let app: Awaited<ReturnType<typeof startApp>>;
   let hop: CountingHop;
@@ -144,29 +173,7 @@ describe('rpcscope relay: one connection cannot make the sidecar hold hundreds o
     assert.ok(!framesOf(c).some((f) => f.type === FRAME.HEADERS && f.streamId === 1), 'the oversized frame is never a call');
   });
 
-  it('refuses streams past 10 MiB of held header lists on one connection (REFUSED_STREAM, counted memory_budget), not 3,000 × 60 KB', async () => {
-    const c = await h2Raw(plain.port);
-    const before = rssBytes(plain.proc.pid!);
-    const sampler = rssSampler(plain.proc.pid!, 50);
-    const counted = await scrape(plain.adminUrl, 'rpcscope_streams_refused_total', { reason: 'memory_budget' });
-    const big = literal('x-held', 'h'.repeat(60_000));
-    const n = 3000;
-    for (let i = 0; i < n; i++) await write(c, headerBlockFrames(1 + 2 * i, requestBlock('/hold', 'GET', [big]), true));
-    const refusedCount = (): number => [...resets(framesOf(c)).values()].filter((code) => code === H2_ERROR.REFUSED_STREAM).length;
-    await eventually(() => refusedCount() > 0, 'streams are refused');
-    const refused = await settled(refusedCount, 1000);
-    const grown = sampler.stop() - before;
-    c.socket.destroy();
-    // 10 MiB / (60,000 + the request's fields) ≈ 174 held; the rest refused.
-    assert.ok(refused >= n - 200 && refused < n, `${refused} of ${n} refused`);
-    assert.equal(await scrape(plain.adminUrl, 'rpcscope_streams_refused_total', { reason: 'memory_budget' }), counted + refused);
-    // Without the budget: +247 MiB, all of it held. With it, what grows is mostly V8's young
-    // generation widening under 180 MB of decoded lists that are garbage at once (with
-    // --max-semi-space-size=2 the same run grows 24 MiB), and it stays the same after the close.
-    assert.ok(grown < 96 * MB, `the sidecar grew ${(grown / MB).toFixed(1)} MiB`);
-    reportFigure({ section: 'bad-input', scenario: '3,000 held HTTP/2 streams of 60 KB header lists on one connection, relay', name: 'sidecar RSS growth', value: Math.round(grown / MB), unit: 'MiB' });
-    await stillServing(plain, 'the held header lists');
-  });
+  it('refuses streams past 10 MiB of held header lists on one connection (REFUSED_STREAM, counted memory_budget), not 3,000 × 60 KB', () => heldHeaderLists(plain, 'relay'));
 
   it('refuses streams past 1,000 open on one connection when the app advertises no limit (REFUSED_STREAM, counted stream_limit)', async () => {
     const c = await h2Raw(plain.port);
@@ -183,4 +190,19 @@ describe('rpcscope relay: one connection cannot make the sidecar hold hundreds o
     assert.equal(await scrape(plain.adminUrl, 'rpcscope_streams_refused_total', { reason: 'stream_limit' }), counted + 100);
     await stillServing(plain, 'the 1,100 streams');
   });
+});
+
+describe('rpcscope balanced relay (an outbound sidecar): one connection cannot make the sidecar hold hundreds of MiB', () => {
+  let app: Awaited<ReturnType<typeof startApp>>;
+  let balanced: SidecarProcess;
+  before(async () => {
+    app = await startApp();
+    balanced = await startSidecarProcess(['--upstream', `http://127.0.0.1:${app.port}`, '--mode', 'outbound', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2']);
+  });
+  after(async () => {
+    await balanced.stop();
+    app.close();
+  });
+
+  it('refuses streams past 10 MiB of held requests on one connection (REFUSED_STREAM, counted memory_budget), not 3,000 × 60 KB', () => heldHeaderLists(balanced, 'balanced relay'));
 });

@@ -38,6 +38,10 @@ export interface CallHooks {
   ended(id: number): void;
   /** The client reset the call before its answer began (the rapid-reset budget). */
   resetBeforeAnswer(): void;
+  /** Whether `octets` more may be kept for the connection's calls (their requests and bodies, while they may be sent again); if so, they are counted. */
+  retain(octets: number): boolean;
+  /** `octets` kept are let go. */
+  release(octets: number): void;
 }
 
 /** Where the response to the client stands: nothing sent, headers sent, or its last frame queued. */
@@ -52,6 +56,8 @@ export class BalancedCall {
   private request: HeaderList | undefined;
   private body: Buffer[] | undefined = [];
   private bodyBytes = 0;
+  /** What the connection's budget counts for this call: its request header list and held body, until the response begins. */
+  private kept: number;
   private requestEnded: boolean;
   private response: Response = 'pending';
   private responseEnded = false;
@@ -70,9 +76,12 @@ export class BalancedCall {
     id: number,
     list: HeaderList,
     end: boolean,
+    /** The request header list's size (RFC 7541 §4.1), counted by the connection before the call is made. */
+    headerBytes: number,
     private readonly endpoints: EndpointHops,
     private readonly connection: CallHooks,
   ) {
+    this.kept = headerBytes;
     const headers = headerBag(list);
     const method = headerText(headers[':method']) ?? 'GET';
     const { detected, bare, contentType } = detectRequest(method, headerText(headers[':path']) ?? '/', headers, ctx.config.trpcPrefix);
@@ -170,8 +179,17 @@ export class BalancedCall {
   private hold(chunk: Buffer): void {
     this.bodyBytes += chunk.length;
     if (!this.body) return;
-    if (this.bodyBytes > RETRY_BODY_LIMIT) this.body = undefined;
-    else this.body.push(chunk);
+    if (this.bodyBytes > RETRY_BODY_LIMIT || !this.connection.retain(chunk.length)) return this.letGo();
+    this.kept += chunk.length;
+    this.body.push(chunk);
+  }
+
+  /** The call is no longer sent again: its request and body are let go, and leave the connection's budget. */
+  private letGo(): void {
+    this.body = undefined;
+    this.request = undefined;
+    this.connection.release(this.kept);
+    this.kept = 0;
   }
 
   private responseHeaders(list: HeaderList, end: boolean): void {
@@ -184,8 +202,7 @@ export class BalancedCall {
       const status = Number(headerText(headers[':status']));
       if (status >= 200) {
         this.response = 'streaming';
-        this.body = undefined;
-        this.request = undefined;
+        this.letGo();
         record.upstreamHeadersTime = now();
         const connectedAt = this.ep?.link.connectedAt;
         if (connectedAt !== undefined && connectedAt > record.upstreamStartTime!) record.upstreamStartTime = connectedAt;
@@ -332,7 +349,7 @@ export class BalancedCall {
     if (this.ended) return;
     this.ended = true;
     this.doneUpstream();
-    this.body = undefined;
+    this.letGo();
     this.call.end(reset);
     this.connection.ended(this.down.id);
   }

@@ -12,9 +12,9 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import type { TerminationReason } from '../call/faults.ts';
 import { ClientFrameBudget, REFUSAL_BODY, REFUSAL_FIELDS, RESET_FLOOD, STREAM_LIMIT } from '../relay/frame-budget.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
-import { MAX_STREAMS } from '../relay/relay-calls.ts';
+import { MAX_RETAINED_BYTES, MAX_STREAMS } from '../relay/relay-calls.ts';
 import type { ProxyContext } from '../upstream/context.ts';
-import { BalancedCall } from './balanced-call.ts';
+import { BalancedCall, type CallHooks } from './balanced-call.ts';
 import type { EndpointHops } from './endpoint-hops.ts';
 import { H2Hop, type StreamSink } from './h2-hop.ts';
 
@@ -32,7 +32,18 @@ export class BalancedConnection {
   private readonly calls = new Map<number, BalancedCall>();
   private readonly budget = new ClientFrameBudget();
   /** What a call tells its connection: it ended; its client reset it before its answer. */
-  private readonly hooks = { ended: (id: number) => this.ended(id), resetBeforeAnswer: () => this.resetBeforeAnswer() };
+  private readonly hooks: CallHooks = {
+    ended: (id) => this.ended(id),
+    resetBeforeAnswer: () => this.resetBeforeAnswer(),
+    retain: (octets) => {
+      if (this.retained + octets > MAX_RETAINED_BYTES) return false;
+      this.retained += octets;
+      return true;
+    },
+    release: (octets) => void (this.retained -= octets),
+  };
+  /** Request header lists and bodies the connection's calls keep while they may be sent again, against MAX_RETAINED_BYTES. */
+  private retained = 0;
   /** The second GOAWAY went: the connection closes once its calls are over. */
   private draining = false;
   private done = false;
@@ -45,7 +56,7 @@ export class BalancedConnection {
       if (flood) this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
     });
     this.hop = new H2Hop(socket, 'server', {
-      opened: (id, list, end, overflowed) => this.opened(id, list, end, overflowed),
+      opened: (id, list, end, overflowed, listSize) => this.opened(id, list, end, overflowed, listSize),
       settled: () => {},
       goaway: (_last, code) => ctx.observer.goaway('client', code),
       closed: () => this.closed(),
@@ -58,7 +69,7 @@ export class BalancedConnection {
     socket.resume();
   }
 
-  private opened(id: number, list: HeaderList, end: boolean, overflowed: boolean): StreamSink | undefined {
+  private opened(id: number, list: HeaderList, end: boolean, overflowed: boolean, listSize: number): StreamSink | undefined {
     // Past the limit it acknowledged (RFC 9113 §5.1.2): a connection error, as nghttp2 makes it.
     if (this.budget.overStreamLimit(this.calls.size)) return void this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
     if (overflowed) return void this.refuseHeaderList(id);
@@ -66,7 +77,12 @@ export class BalancedConnection {
       this.ctx.faults.streamRefused('stream_limit');
       return void this.refuse(id, Http2Error.REFUSED_STREAM);
     }
-    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, end, this.endpoints, this.hooks);
+    // The connection's calls keep at most MAX_RETAINED_BYTES of requests and bodies, as nghttp2 bounds a session's memory.
+    if (!this.hooks.retain(listSize)) {
+      this.ctx.faults.streamRefused('memory_budget');
+      return void this.refuse(id, Http2Error.REFUSED_STREAM);
+    }
+    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, end, listSize, this.endpoints, this.hooks);
     if (call.over) return this.hop.streams.get(id)?.sink;
     this.calls.set(id, call);
     return this.hop.streams.get(id)?.sink;
