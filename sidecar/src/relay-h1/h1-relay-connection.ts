@@ -18,9 +18,11 @@
 //
 // The upstream connection it holds, and the getting (at the gate, bounded as on
 // the terminating path), keeping and letting go of it, are h1-upstream-hold.ts's;
+// the answers the relay gives itself and the exchanges it ends on its own (a
+// request past --upstream-max-pending answered 503 and counted, an app that gave
+// no answer, a request refused, a deadline passed) are h1-relay-answers.ts's;
 // this connection keeps its client's side, the reading of both sides' messages,
-// and the exchange in flight. A request past --upstream-max-pending is answered
-// 503 here, and counted.
+// and the exchange in flight.
 //
 // A call the relay cannot carry on its one upstream connection (transcoded,
 // bridged, its share of a split, gRPC-family under --grpc-upstream) hands the
@@ -49,26 +51,23 @@
 // - Idle and header timeouts are the listener's (ConnectionTimeouts), as on the
 //   terminating path.
 // - A gRPC-Web or Connect stream whose app connection dies between two frames of
-//   a chunked body ends with its protocol's UNAVAILABLE frame (endLost), as on the
-//   terminating path; mid-frame, mid-chunk or in a body of declared length the
-//   client's connection is cut.
-import { STATUS_CODES } from 'node:http';
+//   a chunked body ends with its protocol's UNAVAILABLE frame (h1-relay-answers.ts's
+//   endLost), as on the terminating path; mid-frame, mid-chunk or in a body of
+//   declared length the client's connection is cut.
 import type net from 'node:net';
 import { Call } from '../call/call.ts';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { now } from '../clock.ts';
 import { BodyReader } from '../h1/body-reader.ts';
-import { RpcscopeError } from '../core/errors.ts';
 import { H1Error } from '../h1/h1-error.ts';
 import { HeadReader, parseRequestHead, parseResponseHead, responseFraming, type RequestHead, type ResponseHead } from '../h1/message-head.ts';
-import { detectRequest, isGrpcFamily, type Detected } from '../protocol/detect.ts';
+import { detectRequest, isGrpcFamily } from '../protocol/detect.ts';
 import type { Protocol } from '../protocol/vocabulary.ts';
-import { localReply, upstreamLostEnding, type LocalCode } from '../protocol/local-reply.ts';
-import { GrpcCode } from '../protocol/status-codes.ts';
-import { ALLOWED_METHODS, CONNECTION_CLOSED } from '../protocol/vocabulary.ts';
+import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import type { ProxyContext } from '../upstream/context.ts';
-import { queueFull, type EndpointGate } from '../upstream/endpoint-gate.ts';
+import type { EndpointGate } from '../upstream/endpoint-gate.ts';
 import type { H1IdleUpstreams } from './h1-idle-upstreams.ts';
+import { connectionLine, H1RelayAnswers, type H1Exchange } from './h1-relay-answers.ts';
 import type { H1RelayUpstream } from './h1-relay-upstream.ts';
 import { RequestCopy } from './h1-relay-replay.ts';
 import { H1Tunnel } from './h1-tunnel.ts';
@@ -80,10 +79,6 @@ import { bagOf, passHead, startsAsHttp1 } from './relay-heads.ts';
 const MAX_HEAD_BYTES = 16 * 1024;
 /** After its refusal, how long a client has to read it before its socket is destroyed (as the listener's). */
 const REFUSED_LINGER_MS = 1000;
-const KEEP_ALIVE_LINE = 'connection: keep-alive\r\n';
-const CLOSE_LINE = 'connection: close\r\n';
-/** The end of the chunk before it and the last chunk, with no trailer (RFC 9112 §7.1). */
-const LAST_CHUNK = Buffer.from('\r\n0\r\n\r\n', 'latin1');
 
 const enum Phase {
   /** Reading a request head. */
@@ -94,31 +89,6 @@ const enum Phase {
   Waiting,
   /** The client's connection is ending: nothing more is read. */
   Closing,
-}
-
-/** The exchange in flight: one request and its response. */
-interface Exchange {
-  readonly call: Call;
-  readonly req: RequestHead;
-  readonly detected: Detected;
-  readonly contentType: string | undefined;
-  /** The upstream connection that counts it among its calls, once it is up. */
-  countedOn: ConnectionRecord | undefined;
-  /** A final response head was written to the client (by the app or the relay). */
-  answered: boolean;
-  /** The response's body is being passed on. */
-  inBody: boolean;
-  /** Whether the app keeps its connection after this response. */
-  upstreamKeeps: boolean;
-  /** Whether the client's connection carries another request after this response. */
-  clientKeeps: boolean;
-  /**
-   * The request as sent, while it may be sent again: written on a reused
-   * connection, idempotent, within the bound, no byte of an answer yet, not yet retried.
-   */
-  copy: RequestCopy | undefined;
-  /** The request asks to switch protocols (RFC 9110 §7.8), and went to the app with its Connection and Upgrade. */
-  readonly upgrade: boolean;
 }
 
 export interface H1RelayOptions {
@@ -152,9 +122,11 @@ export class H1RelayConnection {
   private readonly resBody = new BodyReader(MAX_HEAD_BYTES);
   /** Client bytes past the request in flight, read once its response is done (pipelining). */
   private held: Buffer | undefined;
-  private ex: Exchange | undefined;
+  private ex: H1Exchange | undefined;
   /** The upstream connection this connection holds, or waits at the gate for. */
   private readonly hold: H1UpstreamHold;
+  /** The answers the relay gives itself, and the exchanges it ends on its own. */
+  private readonly answers: H1RelayAnswers;
   /** A write toward the client waits for 'drain': the app's connection is not read meanwhile. */
   private clientBlocked = false;
   /** After a 101: the two sockets joined, no longer read here. */
@@ -187,7 +159,7 @@ export class H1RelayConnection {
       },
       opened: (at) => this.upstreamOpened(at),
       failed: (err) => {
-        if (this.ex) this.upstreamFailed(this.ex, err);
+        if (this.ex) this.answers.upstreamFailed(this.ex, err);
       },
       data: (up, chunk) => {
         client.cork();
@@ -196,6 +168,15 @@ export class H1RelayConnection {
       },
       closed: (err) => this.upstreamClosed(err),
       sync: () => this.syncClient(),
+    });
+    this.answers = new H1RelayAnswers(ctx, conn, {
+      closing,
+      write: (bytes) => this.toClient(bytes),
+      end: (ex, reset) => this.endExchange(ex, reset),
+      done: (ex) => this.responseDone(ex),
+      close: () => this.closeClient(),
+      cut: () => client.destroy(),
+      dropUpstream: () => this.hold.drop(),
     });
     client.setNoDelay(true);
     this.reqBody.onPayload = (slice) => this.ex?.call.tap.requestData(slice);
@@ -261,7 +242,7 @@ export class H1RelayConnection {
         }
       } catch (err) {
         if (!(err instanceof H1Error)) throw err;
-        return this.refuse(err);
+        return this.answers.refuse(this.ex, err);
       }
     }
   }
@@ -300,7 +281,7 @@ export class H1RelayConnection {
     const call = new Call(ctx, this.conn, detected, '1.1', req.method, bare, headers);
     // An HTTP/1.0 request's Upgrade is ignored (RFC 9110 §7.8).
     const upgrade = req.upgrade !== undefined && req.minor >= 1;
-    const ex: Exchange = { call, req, detected, contentType, countedOn: undefined, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined, upgrade };
+    const ex: H1Exchange = { call, req, detected, contentType, countedOn: undefined, answered: false, inBody: false, upstreamKeeps: true, clientKeeps: true, copy: undefined, upgrade };
     this.ex = ex;
     this.phase = Phase.Body;
     this.reqBody.begin(req.framing);
@@ -314,7 +295,9 @@ export class H1RelayConnection {
     if (!this.upstream(ex)) return;
     if (this.hold.current?.record.openTime && !ex.countedOn) this.count(ex);
     this.hold.write(head);
-    call.enforceDeadline(() => this.guard(() => this.expire(ex)));
+    call.enforceDeadline(() => this.guard(() => {
+      if (this.ex === ex) this.answers.expire(ex);
+    }));
     if (this.reqBody.done) this.requestRead();
   }
 
@@ -333,11 +316,9 @@ export class H1RelayConnection {
    * or after the calls waiting at the gate before it. False when the queue is
    * full: the call is answered UNAVAILABLE (503).
    */
-  private upstream(ex: Exchange): boolean {
+  private upstream(ex: H1Exchange): boolean {
     if (this.hold.acquire()) return true;
-    this.ctx.faults.upstreamQueueFull();
-    ex.call.record.upstreamBusy = true;
-    this.reply(ex, GrpcCode.UNAVAILABLE, queueFull(this.ctx.config.upstream.authority, this.ctx.config.h1Limits).message);
+    this.answers.queueFull(ex);
     return false;
   }
 
@@ -349,7 +330,7 @@ export class H1RelayConnection {
     this.count(ex);
   }
 
-  private count(ex: Exchange): void {
+  private count(ex: H1Exchange): void {
     const record = this.hold.current!.record;
     ex.countedOn = record;
     record.calls++;
@@ -364,7 +345,7 @@ export class H1RelayConnection {
     while (ex && at < chunk.length && this.ex === ex) {
       try {
         if (!ex.inBody) {
-          if (this.resHead.pending === 0 && !startsAsHttp1(chunk, at)) return this.notHttp1(ex);
+          if (this.resHead.pending === 0 && !startsAsHttp1(chunk, at)) return this.answers.notHttp1(ex);
           const end = this.resHead.read(chunk, at);
           if (end < 0) return;
           at = end;
@@ -379,18 +360,18 @@ export class H1RelayConnection {
         }
       } catch (err) {
         if (!(err instanceof H1Error)) throw err;
-        return this.upstreamFailed(ex, err);
+        return this.answers.upstreamFailed(ex, err);
       }
     }
     // Bytes from the app past its answer: its connection no longer follows the exchanges.
     if (at < chunk.length && this.hold.current === up) {
       const next = this.ex;
       this.hold.drop();
-      if (next) this.upstreamFailed(next, undefined);
+      if (next) this.answers.upstreamFailed(next, undefined);
     }
   }
 
-  private responseHead(ex: Exchange, res: ResponseHead): void {
+  private responseHead(ex: H1Exchange, res: ResponseHead): void {
     const { record, tap } = ex.call;
     const framing = responseFraming(res, ex.req.method);
     if (res.status === 101) throw new H1Error('status_line', 'a 101 to a request the relay did not upgrade');
@@ -404,7 +385,7 @@ export class H1RelayConnection {
     ex.clientKeeps = ex.req.keepAlive && framing.kind !== 'close' && !ex.upgrade && !this.closing();
     ex.answered = true;
     ex.inBody = true;
-    this.toClient(passHead(res, this.connectionLine(ex)));
+    this.toClient(passHead(res, connectionLine(ex)));
     this.resBody.begin(framing);
     if (this.resBody.done) this.responseDone(ex);
   }
@@ -413,7 +394,7 @@ export class H1RelayConnection {
    * The app switched protocols: its 101 goes back with Connection and Upgrade, and
    * the sockets are joined (h1-tunnel.ts), each side's bytes read past its head first.
    */
-  private switchProtocols(ex: Exchange, relayUp: H1RelayUpstream, res: ResponseHead, rest: Buffer): void {
+  private switchProtocols(ex: H1Exchange, relayUp: H1RelayUpstream, res: ResponseHead, rest: Buffer): void {
     const { call } = ex;
     call.record.upstreamHeadersTime = now();
     call.tap.responseHeaders(101, bagOf(res.fields));
@@ -433,18 +414,8 @@ export class H1RelayConnection {
     });
   }
 
-  /**
-   * What the client is told of its connection, where the app's Connection field
-   * was dropped: close, or keep-alive (said to HTTP/1.1 clients too, as the
-   * terminating path and nginx say it, so that a client reads the same answer on
-   * either data plane).
-   */
-  private connectionLine(ex: Exchange): string {
-    return ex.clientKeeps ? KEEP_ALIVE_LINE : CLOSE_LINE;
-  }
-
   /** The response is passed on whole: the call ends, and the next request is read. */
-  private responseDone(ex: Exchange): void {
+  private responseDone(ex: H1Exchange): void {
     ex.call.record.upstreamEndTime = now();
     this.endExchange(ex);
     // A response that came before its request's body was read whole leaves the connection unreadable.
@@ -459,7 +430,7 @@ export class H1RelayConnection {
     if (held) this.fromClient(held, 0);
   }
 
-  private endExchange(ex: Exchange, reset?: { side: 'client' | 'upstream' | 'proxy'; code: number }): void {
+  private endExchange(ex: H1Exchange, reset?: CallReset): void {
     this.ex = undefined;
     ex.inBody = false;
     if (ex.countedOn) ex.countedOn.active--;
@@ -472,33 +443,12 @@ export class H1RelayConnection {
     const ex = this.ex;
     if (!ex) return;
     if (ex.copy?.whole) return this.retry(ex, ex.copy);
-    if (!ex.answered) return this.upstreamFailed(ex, err);
+    if (!ex.answered) return this.answers.upstreamFailed(ex, err);
     // A response read until close ends here; any other was cut short, and the client must not take it for whole.
     if (this.resBody.untilClose) return this.responseDone(ex);
-    if (this.endLost(ex)) return;
+    if (this.answers.endLost(ex, this.resBody.betweenChunks)) return;
     this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
     this.client.destroy();
-  }
-
-  /**
-   * A gRPC-Web or Connect stream the app's connection left between two of its
-   * frames, in a chunked body: ended as the terminating path (forward-h1.ts) ends
-   * it, with its protocol's UNAVAILABLE status frame as one chunk more and the
-   * last chunk, so that the caller reads why rather than a cut connection. The
-   * client's connection closes after it. False where that cannot be (a body of
-   * declared length, mid-chunk or mid-frame, REST): the connection is cut.
-   */
-  private endLost(ex: Exchange): boolean {
-    const { detected, call } = ex;
-    if (!this.resBody.betweenChunks || !call.tap.responseAtBoundary()) return false;
-    const ending = upstreamLostEnding(detected.protocol, detected.framed, detected.base64, false);
-    if (!ending?.body) return false;
-    call.record.upstreamEndTime = now();
-    call.tap.responseData(ending.body);
-    this.toClient(Buffer.concat([Buffer.from(`${ending.body.length.toString(16)}\r\n`, 'latin1'), ending.body, LAST_CHUNK]));
-    this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
-    this.closeClient();
-    return true;
   }
 
   /**
@@ -506,7 +456,7 @@ export class H1RelayConnection {
    * connection, and the client's bytes still to come follow it there. Its call
    * stays the one call; the new connection counts it when it is up.
    */
-  private retry(ex: Exchange, copy: RequestCopy): void {
+  private retry(ex: H1Exchange, copy: RequestCopy): void {
     ex.copy = undefined;
     if (ex.countedOn) {
       ex.countedOn.active--;
@@ -515,89 +465,6 @@ export class H1RelayConnection {
     this.ctx.retries.retried('connection_closed');
     if (!this.upstream(ex)) return;
     for (const part of copy.take()) this.hold.write(part);
-  }
-
-  /**
-   * The app gave no answer the client can read: unreachable, closed without an
-   * answer, or a head the parser refused. Answered as forward-h1.ts answers it.
-   */
-  private upstreamFailed(ex: Exchange, err: (Error & { code?: string }) | undefined): void {
-    this.hold.drop();
-    if (ex.answered) {
-      // Mid-body: the client's connection is cut, so that a truncated body is not taken for whole.
-      this.endExchange(ex, { side: 'upstream', code: CONNECTION_CLOSED });
-      return void this.client.destroy();
-    }
-    const opened = ex.countedOn !== undefined;
-    const target = this.ctx.config.upstream;
-    if (!opened) ex.call.record.upstreamUnreachable = true;
-    // Connected, then closed without an answer: perhaps no longer the server it was.
-    else this.ctx.protocols.forget(target);
-    // rpcscope's own errors say what happened beside their stable code.
-    const why = err instanceof H1Error ? err.message : err instanceof RpcscopeError ? `${err.code}: ${err.message}` : (err?.code ?? err?.message ?? 'closed');
-    this.reply(ex, opened ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, `upstream ${opened ? 'closed the connection' : 'unavailable'}: ${why}`);
-  }
-
-  /**
-   * The app answered with bytes no HTTP/1.x response starts with: an HTTP/2-only
-   * app, whose SETTINGS frame came back. As on the terminating path (forward-h1.ts),
-   * the call is answered UNAVAILABLE, which a caller may retry, and the app's
-   * HTTP/1.1 callers go to the terminating path from now on, which translates
-   * their calls to HTTP/2. This client's connection closes after the answer, so
-   * that its next request comes on a connection that goes there.
-   */
-  private notHttp1(ex: Exchange): void {
-    this.hold.drop();
-    this.ctx.protocols.notHttp1(this.ctx.config.upstream);
-    this.reply(ex, GrpcCode.UNAVAILABLE, 'the upstream does not speak HTTP/1.1; the next calls go over HTTP/2', false);
-  }
-
-  /** --enforce-deadlines: the call's deadline passed. */
-  private expire(ex: Exchange): void {
-    if (this.ex !== ex) return;
-    this.hold.drop();
-    if (!ex.answered) return this.reply(ex, GrpcCode.DEADLINE_EXCEEDED, 'deadline exceeded');
-    this.endExchange(ex, { side: 'proxy', code: CONNECTION_CLOSED });
-    this.client.destroy();
-  }
-
-  /** The relay's own answer to the call in flight, which then ends; `keep` false closes the client's connection after it. */
-  private reply(ex: Exchange, code: LocalCode, message: string, keep = true): void {
-    const r = localReply(ex.detected.protocol, ex.detected.framed, ex.contentType, code, message);
-    const { tap } = ex.call;
-    tap.responseHeaders(r.status, r.headers);
-    if (r.body) tap.responseData(r.body);
-    ex.answered = true;
-    ex.clientKeeps = keep && ex.req.keepAlive && !this.closing();
-    let head = `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? ''}\r\n`;
-    for (const [name, value] of Object.entries(r.headers)) head += `${name}: ${value}\r\n`;
-    head += `content-length: ${r.body?.length ?? 0}\r\n${this.connectionLine(ex)}\r\n`;
-    this.toClient(Buffer.from(head, 'latin1'));
-    if (r.body) this.toClient(r.body);
-    ex.call.record.upstreamEndTime = now();
-    ex.upstreamKeeps = false;
-    this.responseDone(ex);
-  }
-
-  /** A request the strict parser refused: answered with its status, counted, and never forwarded. */
-  private refuse(err: H1Error): void {
-    const ex = this.ex;
-    this.ctx.log.debug('HTTP/1.1 request refused', { reason: err.reason, error: err.message, peer: this.conn.peer });
-    this.ctx.faults.connectionTerminated('bad_request');
-    if (ex) {
-      // Mid-body: what the app has of it is no request; its connection goes.
-      this.hold.drop();
-      if (ex.answered) {
-        this.endExchange(ex, { side: 'client', code: CONNECTION_CLOSED });
-        return void this.client.destroy();
-      }
-      ex.call.tap.responseHeaders(err.status, {});
-      this.endExchange(ex);
-    }
-    // RFC 9110 §15.5.6: a 405 (to CONNECT) names the methods that are allowed, as the terminating path's does.
-    const allow = err.status === 405 ? `allow: ${ALLOWED_METHODS}\r\n` : '';
-    this.toClient(Buffer.from(`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? ''}\r\n${allow}connection: close\r\ncontent-length: 0\r\n\r\n`, 'latin1'));
-    this.closeClient();
   }
 
   /** The client's connection ends once what was written to it is sent; a client that does not close is cut. */
