@@ -11,6 +11,7 @@ import type { HeaderList } from '../relay/hpack-decoder.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { UpstreamLink, connectUpstream } from '../relay/upstream-connect.ts';
+import { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { H2Hop, type HopStream, type StreamSink } from './h2-hop.ts';
 
 /** What an endpoint connection gives: streams of 1 MiB, the connection credited on receipt (h2-hop.ts), 16 MiB. */
@@ -30,9 +31,8 @@ export class EndpointHop {
   readonly link: UpstreamLink;
   connected = false;
   private readonly sinks = new Map<number, EndpointStreamSink>();
-  private pingTimer: NodeJS.Timeout | undefined;
-  private pingSent = 0;
-  private lastRead = 0;
+  /** PINGs after --keepalive-interval of silence; no answer within --keepalive-timeout closes the connection (h2/h2-keepalive.ts). */
+  private readonly keepalive: H2Keepalive;
 
   constructor(private readonly ctx: ProxyContext, readonly target: UpstreamUrl, private readonly retire: (e: EndpointHop) => void) {
     this.link = new UpstreamLink(ctx.observer, ctx.nextConnId(), target.authority);
@@ -42,12 +42,16 @@ export class EndpointHop {
       settled: () => {},
       goaway: (last, code) => this.goaway(last, code),
       closed: (err) => this.closed(err),
-      pong: () => {
-        this.pingSent = 0;
-      },
+      pong: (payload) => void this.keepalive.acked(payload),
     }, ENDPOINT_WINDOWS);
-    socket.on('data', () => {
-      this.lastRead = Date.now();
+    const { keepaliveIntervalMs: intervalMs, keepaliveTimeoutMs: timeoutMs } = ctx.config;
+    this.keepalive = new H2Keepalive({ intervalMs, timeoutMs }, {
+      send: (opaque) => {
+        this.hop.ping(opaque);
+        return true;
+      },
+      bytesRead: () => socket.bytesRead,
+      timedOut: () => this.timedOut(timeoutMs),
     });
     this.hop.start();
   }
@@ -74,32 +78,15 @@ export class EndpointHop {
     this.connected = true;
     this.link.opened();
     this.hop.flush();
-    this.keepalive();
+    this.keepalive.start();
   }
 
-  /** PING after --keepalive-interval of silence; no answer within --keepalive-timeout closes the connection. */
-  private keepalive(): void {
-    const { keepaliveIntervalMs: interval, keepaliveTimeoutMs: timeout } = this.ctx.config;
-    if (interval <= 0) return;
-    this.lastRead = Date.now();
-    this.pingTimer = setInterval(() => {
-      const now = Date.now();
-      if (this.pingSent > 0) {
-        if (now - this.pingSent < timeout) return;
-        this.ctx.faults.keepaliveTimedOut('upstream');
-        this.ctx.upstreams.keepaliveTimedOut(this.target.href);
-        this.ctx.log.warn('upstream connection closed: no answer to PING within --keepalive-timeout', { upstream: this.target.authority, timeoutMs: timeout });
-        this.hop.destroy();
-        return;
-      }
-      if (this.sinks.size === 0 && now - this.lastRead < interval) return;
-      if (now - this.lastRead < interval) return;
-      this.pingSent = now;
-      const payload = Buffer.allocUnsafe(8);
-      payload.writeDoubleBE(now, 0);
-      this.hop.ping(payload);
-    }, Math.max(100, Math.min(interval, timeout) / 2));
-    this.pingTimer.unref();
+  /** The endpoint answered no PING in time: gone without FIN or RST. Its calls end UNAVAILABLE, and the balancer takes it out of rotation. */
+  private timedOut(timeoutMs: number): void {
+    this.ctx.faults.keepaliveTimedOut('upstream');
+    this.ctx.upstreams.keepaliveTimedOut(this.target.href);
+    this.ctx.log.warn('upstream connection closed: no answer to PING within --keepalive-timeout', { upstream: this.target.authority, timeoutMs });
+    this.hop.destroy();
   }
 
   private goaway(last: number, code: number): void {
@@ -118,7 +105,7 @@ export class EndpointHop {
   }
 
   private closed(err: Error | undefined): void {
-    clearInterval(this.pingTimer);
+    this.keepalive.stop();
     this.retire(this);
     if (this.connected) this.link.closed();
     else if (err) this.ctx.connectFailures.report(this.target.authority, err);
