@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { increasePercent, loadTable, lossPercent, median, ratio, rssTable, summarize, type Phase, type Sample } from './bench-report.ts';
+import { increasePercent, loadTable, lossPercent, median, ratio, rssTable, skew, summarize, type Phase, type Sample } from './bench-report.ts';
 import { parseH2load, percentile } from './h2load.ts';
 import { parseStraceSummary } from './syscalls.ts';
 
@@ -22,6 +22,14 @@ test('median takes the middle of odd counts, the mean of the two middles of even
   assert.equal(median([4, 1, 3, 2]), 2.5);
   assert.equal(median([NaN, 5]), 5);
   assert.ok(Number.isNaN(median([])));
+});
+
+test('skew is the busiest endpoint over the mean: 1 when even, the endpoint count when one took all, NaN with nothing to compare', () => {
+  assert.equal(skew([100, 100, 100]), 1);
+  assert.equal(skew([150, 75, 75]), 1.5);
+  assert.equal(skew([300, 0, 0]), 3);
+  assert.ok(Number.isNaN(skew([0, 0, 0])));
+  assert.ok(Number.isNaN(skew([42])));
 });
 
 test('ratios and percentages are NaN where the base is missing or zero', () => {

@@ -66,6 +66,17 @@ export function increasePercent(value: number, base: number): number {
   return (ratio(value, base) - 1) * 100;
 }
 
+/**
+ * How unevenly a balancer spread calls over its endpoints: the busiest
+ * endpoint's share over the mean's, 1 for an even spread, the endpoint count
+ * when one endpoint took every call; NaN with no calls or under two endpoints.
+ */
+export function skew(perEndpoint: readonly number[]): number {
+  if (perEndpoint.length < 2) return NaN;
+  const mean = perEndpoint.reduce((a, b) => a + b, 0) / perEndpoint.length;
+  return ratio(Math.max(...perEndpoint), mean);
+}
+
 export const DIRECT = 'direct';
 export const NGINX = 'nginx';
 
