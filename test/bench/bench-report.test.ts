@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { increasePercent, loadTable, lossPercent, median, ratio, rssTable, summarize, type Phase, type Sample } from './bench-report.ts';
+import { balancedCpuTable, balancedSkewTable, callsPerEndpoint, increasePercent, loadTable, lossPercent, median, ratio, rssTable, skew, summarize, summarizeBalanced, type BalancedSample, type Phase, type Sample } from './bench-report.ts';
 import { parseH2load, percentile } from './h2load.ts';
 import { parseStraceSummary } from './syscalls.ts';
 
@@ -22,6 +22,14 @@ test('median takes the middle of odd counts, the mean of the two middles of even
   assert.equal(median([4, 1, 3, 2]), 2.5);
   assert.equal(median([NaN, 5]), 5);
   assert.ok(Number.isNaN(median([])));
+});
+
+test('skew is the busiest endpoint over the mean: 1 when even, the endpoint count when one took all, NaN with nothing to compare', () => {
+  assert.equal(skew([100, 100, 100]), 1);
+  assert.equal(skew([150, 75, 75]), 1.5);
+  assert.equal(skew([300, 0, 0]), 3);
+  assert.ok(Number.isNaN(skew([0, 0, 0])));
+  assert.ok(Number.isNaN(skew([42])));
 });
 
 test('ratios and percentages are NaN where the base is missing or zero', () => {
@@ -71,6 +79,52 @@ test('the tables name Node rows by version and show a dash for what was not meas
   assert.equal(table[6], '| rpcscope relay (Node 24) | 1000 | 10.0 | 0.20× | 20.0 | 0.20× | 40.0 | 0.20× | 5.0 | 0.20× | 550 | 50 | 0.50× | 0 |');
   assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | – | 0 |');
   assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, h1PeakMiB: 21.2, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | 21 | 0 |');
+});
+
+/** A balanced sample: `bytes` per endpoint at every load, 300 calls per load. */
+const balanced = (target: string, round: number, cpu: number, p50: number, bytes: number[]): BalancedSample => {
+  const p = (c: number) => ({ ...phase(c, p50), ok: 300, endpointBytes: bytes });
+  return { target, node: '', round, saturation: p(cpu), spread: p(cpu * 2), serial: p(cpu * 3) };
+};
+
+test('callsPerEndpoint shares a load\'s calls out in proportion to the bytes each endpoint wrote', () => {
+  assert.deepEqual(callsPerEndpoint({ ...phase(1, 1), ok: 300, failed: 0, endpointBytes: [200, 100, 0] }), [200, 100, 0]);
+  assert.deepEqual(callsPerEndpoint({ ...phase(1, 1), ok: 90, failed: 0, endpointBytes: [300, 300, 300] }), [30, 30, 30]);
+});
+
+test('summarizeBalanced takes medians over rounds, the skew of each load, the split of the median round, and divides by nginx', () => {
+  const rows = summarizeBalanced([
+    balanced('direct', 1, NaN, 100, [900, 0, 0]),
+    balanced('nginx', 1, 40, 150, [300, 300, 300]),
+    balanced('rpcscope balanced relay', 1, 80, 200, [400, 300, 200]),
+    balanced('rpcscope balanced relay', 2, 100, 220, [600, 200, 100]),
+    balanced('rpcscope balanced relay', 3, 120, 240, [300, 300, 300]),
+  ]);
+  const by = (t: string) => rows.find((r) => r.target === t)!;
+  assert.ok(Number.isNaN(by('direct').skew.saturation));
+  assert.ok(Number.isNaN(by('direct').vsNginx.saturationCpu));
+  assert.equal(by('nginx').skew.spread, 1);
+  assert.equal(by('nginx').addedP50Us, 50);
+  const relay = by('rpcscope balanced relay');
+  assert.equal(relay.saturationCpuUs, 100);
+  assert.equal(relay.vsNginx.saturationCpu, 2.5);
+  assert.equal(relay.vsNginx.spreadCpu, 2.5);
+  assert.equal(relay.addedP50Us, 120);
+  assert.equal(relay.vsNginx.addedP50, 2.4);
+  // Skews 4/3, 2 and 1: the median is 4/3, and the split is that round's.
+  assert.equal(relay.skew.serial, 4 / 3);
+  assert.deepEqual(relay.callsPerEndpoint.serial.map(Math.round), [133, 100, 67]);
+  assert.equal(relay.bytesPerCall.saturation, 3);
+});
+
+test('the balanced tables show CPU against nginx, and the skew and split of every proxy, leaving direct out of the skew', () => {
+  const rows = summarizeBalanced([balanced('direct', 1, NaN, 100, [900, 0, 0]), balanced('nginx', 1, 40, 150, [450, 300, 150])]);
+  const cpu = balancedCpuTable('gRPC', 2000, rows).split('\n');
+  assert.equal(cpu[4], '| direct | 1000 | – | – | – | – | 100 | 0 | – | 0 |');
+  assert.equal(cpu[5], '| nginx | 1000 | 40.0 | 1.00× | 80.0 | 1.00× | 150 | 50 | 1.00× | 0 |');
+  const skews = balancedSkewTable(2000, rows).split('\n');
+  assert.equal(skews.length, 5);
+  assert.equal(skews[4], '| nginx | 1.500 | 150 / 100 / 50 | 1.500 | 150 / 100 / 50 | 1.500 | 150 / 100 / 50 |');
 });
 
 test('parseH2load reads the rate, the outcome and the latency percentiles of its log', () => {

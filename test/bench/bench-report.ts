@@ -1,6 +1,7 @@
 // The arithmetic and the tables of the benchmarks, apart from running them:
 // medians of rounds, the latency a proxy adds over the direct path, ratios
-// against nginx, and the Markdown the results files and the terminal show.
+// against nginx, how evenly a balancer spread calls over its endpoints, and
+// the Markdown the results files and the terminal show.
 import type { Load } from './h2load.ts';
 
 export interface Phase extends Load {
@@ -66,6 +67,17 @@ export function increasePercent(value: number, base: number): number {
   return (ratio(value, base) - 1) * 100;
 }
 
+/**
+ * How unevenly a balancer spread calls over its endpoints: the busiest
+ * endpoint's share over the mean's, 1 for an even spread, the endpoint count
+ * when one endpoint took every call; NaN with no calls or under two endpoints.
+ */
+export function skew(perEndpoint: readonly number[]): number {
+  if (perEndpoint.length < 2) return NaN;
+  const mean = perEndpoint.reduce((a, b) => a + b, 0) / perEndpoint.length;
+  return ratio(Math.max(...perEndpoint), mean);
+}
+
 export const DIRECT = 'direct';
 export const NGINX = 'nginx';
 
@@ -112,7 +124,7 @@ export function summarize(samples: readonly Sample[]): Summary[] {
 const fixed = (digits: number) => (x: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
 export const f0 = fixed(0);
 export const f1 = fixed(1);
-const times = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '–');
+export const times = (x: number): string => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '–');
 
 export const rowName = (target: string, node: string): string => (node ? `${target} (Node ${node})` : target);
 
@@ -153,5 +165,112 @@ export function rssTable(streams: number, rows: readonly RssRow[]): string {
     `| | idle RSS MiB | peak RSS MiB, ${streams} streams | peak RSS MiB, ${streams} HTTP/1.1 calls | failed |`,
     '|---|---|---|---|---|',
     ...rows.map((r) => `| ${rowName(r.target, r.node)} | ${f0(r.idleMiB)} | ${f0(r.peakMiB)} | ${r.h1PeakMiB === undefined ? '–' : f0(r.h1PeakMiB)} | ${r.failed} |`),
+  ].join('\n');
+}
+
+/** One load of the balanced benchmark on one peer: a Phase and what each endpoint wrote meanwhile. */
+export interface BalancedPhase extends Phase {
+  /** Bytes each endpoint wrote during the load (wchar of /proc/<pid>/io), in endpoint order. */
+  endpointBytes: number[];
+}
+
+/** The balanced benchmark's loads: saturation, the rate over 8 connections one call at a time, c=1. */
+export const BALANCED_LOADS = ['saturation', 'spread', 'serial'] as const;
+export type BalancedLoad = (typeof BALANCED_LOADS)[number];
+
+/** One peer in one round of the balanced benchmark. */
+export interface BalancedSample {
+  target: string;
+  node: string;
+  round: number;
+  saturation: BalancedPhase;
+  spread: BalancedPhase;
+  serial: BalancedPhase;
+}
+
+export interface BalancedSummary {
+  target: string;
+  node: string;
+  saturationRps: number;
+  saturationCpuUs: number;
+  spreadRps: number;
+  spreadCpuUs: number;
+  serialP50Us: number;
+  /** c=1 median latency less the direct path's (one endpoint, no proxy). */
+  addedP50Us: number;
+  failed: number;
+  vsNginx: { saturationCpu: number; spreadCpu: number; addedP50: number };
+  /** Per load, what the endpoints wrote per call all together: the answer plus the proxy's connections' own frames (median over rounds). */
+  bytesPerCall: Record<BalancedLoad, number>;
+  /** Per load, the median skew over rounds (NaN for direct, which has one endpoint). */
+  skew: Record<BalancedLoad, number>;
+  /** Per load, the calls per endpoint of the round whose skew is the median (the lower middle for an even count). */
+  callsPerEndpoint: Record<BalancedLoad, number[]>;
+}
+
+const sum = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0);
+
+/** A load's calls shared out over the endpoints in proportion to the bytes each wrote. */
+export function callsPerEndpoint(p: BalancedPhase): number[] {
+  const total = sum(p.endpointBytes);
+  return p.endpointBytes.map((b) => (total > 0 ? ((p.ok + p.failed) * b) / total : NaN));
+}
+
+/** Medians over rounds per peer, the added latency over direct, ratios against nginx, and each load's skew. */
+export function summarizeBalanced(samples: readonly BalancedSample[]): BalancedSummary[] {
+  const keys = [...new Map(samples.map((s) => [`${s.target}\0${s.node}`, s])).values()];
+  const perLoad = <T>(f: (l: BalancedLoad) => T): Record<BalancedLoad, T> => Object.fromEntries(BALANCED_LOADS.map((l) => [l, f(l)])) as Record<BalancedLoad, T>;
+  const base = keys.map((k) => {
+    const rs = samples.filter((s) => s.target === k.target && s.node === k.node);
+    const m = (f: (s: BalancedSample) => number): number => median(rs.map(f));
+    const medianRound = (l: BalancedLoad): BalancedSample => [...rs].sort((a, b) => skew(a[l].endpointBytes) - skew(b[l].endpointBytes))[Math.floor((rs.length - 1) / 2)]!;
+    return {
+      target: k.target,
+      node: k.node,
+      saturationRps: m((s) => s.saturation.rps),
+      saturationCpuUs: m((s) => s.saturation.cpuUsPerCall),
+      spreadRps: m((s) => s.spread.rps),
+      spreadCpuUs: m((s) => s.spread.cpuUsPerCall),
+      serialP50Us: m((s) => s.serial.p50Us),
+      failed: sum(rs.map((s) => sum(BALANCED_LOADS.map((l) => s[l].failed)))),
+      bytesPerCall: perLoad((l) => m((s) => sum(s[l].endpointBytes) / (s[l].ok + s[l].failed))),
+      skew: perLoad((l) => (k.target === DIRECT ? NaN : m((s) => skew(s[l].endpointBytes)))),
+      callsPerEndpoint: perLoad((l) => callsPerEndpoint(medianRound(l)[l])),
+    };
+  });
+  const directP50 = base.find((b) => b.target === DIRECT)?.serialP50Us ?? NaN;
+  const withAdded = base.map((b) => ({ ...b, addedP50Us: b.target === DIRECT ? 0 : b.serialP50Us - directP50 }));
+  const n = withAdded.find((x) => x.target === NGINX);
+  return withAdded.map((b) => {
+    // The direct path is the baseline, not a proxy: it gets no ratio.
+    const vs = (x: number, base: number | undefined): number => (b.target === DIRECT ? NaN : ratio(x, base ?? NaN));
+    return { ...b, vsNginx: { saturationCpu: vs(b.saturationCpuUs, n?.saturationCpuUs), spreadCpu: vs(b.spreadCpuUs, n?.spreadCpuUs), addedP50: vs(b.addedP50Us, n?.addedP50Us) } };
+  });
+}
+
+/** The balanced benchmark's CPU and latency table: saturation, `rate` over 8 connections one call each, and c=1, each against nginx. */
+export function balancedCpuTable(title: string, rate: number, rows: readonly BalancedSummary[]): string {
+  return [
+    `#### ${title}`,
+    '',
+    `| | saturation calls/s | CPU µs/call | ×nginx | ${rate}/s over 8 conn., 1 call each: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |`,
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map(
+      (s) =>
+        `| ${rowName(s.target, s.node)} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${times(s.vsNginx.saturationCpu)} | ${f1(s.spreadCpuUs)} | ${times(s.vsNginx.spreadCpu)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${times(s.vsNginx.addedP50)} | ${s.failed} |`,
+    ),
+  ].join('\n');
+}
+
+/** Each proxy's skew and calls per endpoint at every load; the direct row, with one endpoint, is left out. */
+export function balancedSkewTable(rate: number, rows: readonly BalancedSummary[]): string {
+  const split = (calls: readonly number[]): string => (calls.every(Number.isFinite) ? calls.map(f0).join(' / ') : '–');
+  const cells = (s: BalancedSummary, l: BalancedLoad): string => `${Number.isFinite(s.skew[l]) ? s.skew[l].toFixed(3) : '–'} | ${split(s.callsPerEndpoint[l])}`;
+  return [
+    '#### Skew across the endpoints (max/mean of calls per endpoint; 1 is even, the endpoint count is one endpoint taking all)',
+    '',
+    `| | saturation: skew | calls per endpoint | ${rate}/s over 8 conn.: skew | calls per endpoint | c=1: skew | calls per endpoint |`,
+    '|---|---|---|---|---|---|---|',
+    ...rows.filter((s) => s.target !== DIRECT).map((s) => `| ${rowName(s.target, s.node)} | ${BALANCED_LOADS.map((l) => cells(s, l)).join(' | ')} |`),
   ].join('\n');
 }

@@ -13,6 +13,17 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
+/**
+ * The bytes a process has handed to write(2) and its kin so far (wchar of
+ * /proc/<pid>/io, sockets included, whether or not they reached a disk).
+ * Reading another user's process takes root or the same user.
+ */
+export function bytesWritten(pid: number): number {
+  const m = /^wchar: (\d+)$/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+  if (!m) throw new Error(`/proc/${pid}/io has no wchar line`);
+  return Number(m[1]);
+}
+
 function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) : NaN;

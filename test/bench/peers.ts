@@ -1,9 +1,10 @@
 // The proxies a benchmark sets side by side, each started for one route (how
 // the client reaches it, what the upstream speaks) and pinned to the proxy core
-// where it can be: rpcscope (relay or terminate, on a chosen Node binary), the
-// minimal node:http2 pass-through, nginx, HAProxy and nghttpx from Debian. A
-// peer whose program is not installed is skipped with a line saying what
-// installs it.
+// where it can be: rpcscope (relay or terminate, on a chosen Node binary; or
+// outbound, balancing calls over several endpoints), the minimal node:http2
+// pass-through, nginx, HAProxy and nghttpx from Debian. nginx, HAProxy and
+// nghttpx take a route of several endpoints too, balanced round robin. A peer
+// whose program is not installed is skipped with a line saying what installs it.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
@@ -21,7 +22,15 @@ export interface Route {
   upstreamProto: 'h2' | 'h1';
   /** The upstream as the client would reach it with no proxy (TLS for a TLS route). */
   direct: string;
+  /**
+   * The upstream's several endpoints (`http://127.0.0.1:port` each, speaking
+   * `upstreamProto`), which the proxy balances round robin; unset: `upstream` alone.
+   */
+  endpoints?: readonly string[];
 }
+
+/** The endpoints a proxy sends a route's calls to, as host:port. */
+const hostsOf = (route: Route): string[] => (route.endpoints ?? [route.upstream]).map((u) => new URL(u).host);
 
 export interface BenchContext {
   work: string;
@@ -139,6 +148,35 @@ export function rpcscope(dataPlane: 'relay' | 'terminate', nodeVersion: string, 
   };
 }
 
+/**
+ * rpcscope as an outbound sidecar (--mode outbound) in front of a route's
+ * endpoints (--endpoints, round robin), toward HTTP/2 endpoints in cleartext:
+ * the balanced relay (--outbound-data-plane relay, an endpoint picked per call
+ * at frame level) or the terminating path (node:http2 per call). The route's
+ * `upstream` names the service only: the endpoints are where calls go.
+ */
+export function rpcscopeOutbound(dataPlane: 'relay' | 'terminate', nodeVersion: string, nodeBin: string): Peer {
+  return {
+    name: dataPlane === 'relay' ? 'rpcscope balanced relay' : 'rpcscope terminate (outbound)',
+    key: dataPlane === 'relay' ? 'balanced' : 'terminate',
+    node: nodeVersion,
+    start: async (route, ctx) => {
+      if (route.frontend !== 'h2c' || route.upstreamProto !== 'h2') throw new Error('rpcscope outbound rows take h2c from the client and HTTP/2 to the endpoints');
+      const args = ['--mode', 'outbound', '--upstream', 'http://bench.test:80', '--endpoints', hostsOf(route).join(','), '--balance', 'round_robin'];
+      args.push('--outbound-data-plane', dataPlane, '--upstream-protocol', 'http2', '--log-level', 'info');
+      const sc = await startSidecarProcess(args, { PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH}` });
+      pin(sc.proc.pid!, ctx);
+      return {
+        url: `http://127.0.0.1:${sc.port}`,
+        pid: sc.proc.pid,
+        stop: async () => {
+          await sc.stop();
+        },
+      };
+    },
+  };
+}
+
 export function nodeFloor(nodeVersion: string, nodeBin: string): Peer {
   const script = fileURLToPath(new URL('node-floor.ts', import.meta.url));
   return {
@@ -157,7 +195,7 @@ export function nodeFloor(nodeVersion: string, nodeBin: string): Peer {
   };
 }
 
-/** nginx: grpc_pass for HTTP/2 routes, proxy_pass with upstream keep-alive for HTTP/1.1; one worker. */
+/** nginx: grpc_pass for HTTP/2 routes, proxy_pass with upstream keep-alive for HTTP/1.1; one worker; several endpoints in round robin (its default). */
 export const nginx: Peer = {
   name: 'nginx',
   key: 'nginx',
@@ -172,7 +210,7 @@ events { worker_connections 8192; }
 http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fastcgi_temp_path ${dir}; uwsgi_temp_path ${dir}; scgi_temp_path ${dir};
   # nginx closes a client connection after 1000 calls by default; h2load would count that as failures.
   http2_max_requests 10000000; keepalive_requests 10000000;
-  upstream app { server ${new URL(route.upstream).host}; keepalive 64; keepalive_requests 10000000; }
+  upstream app { ${hostsOf(route).map((h) => `server ${h};`).join(' ')} keepalive 64; keepalive_requests 10000000; }
   server { listen 127.0.0.1:${port} ${listen}; location / { ${pass} } } }
 `);
     const [cmd, argv] = pinned(ctx, ['nginx', '-p', dir, '-c', join(dir, 'nginx.conf')]);
@@ -183,7 +221,7 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir}; fas
   },
 };
 
-/** HAProxy in HTTP mode, one thread: `proto h2` on the h2c bind and toward an HTTP/2 upstream, ALPN h2 on the TLS bind. */
+/** HAProxy in HTTP mode, one thread: `proto h2` on the h2c bind and toward an HTTP/2 upstream, ALPN h2 on the TLS bind; one `server` line per endpoint, `balance roundrobin`. */
 export const haproxy: Peer = {
   name: 'HAProxy',
   key: 'haproxy',
@@ -206,8 +244,9 @@ frontend bench
   bind 127.0.0.1:${port} ${bind}
   default_backend app
 backend app
+  balance roundrobin
   http-reuse always
-  server app ${new URL(route.upstream).host} ${route.upstreamProto === 'h2' ? 'proto h2' : ''}
+${hostsOf(route).map((h, i) => `  server app${i} ${h} ${route.upstreamProto === 'h2' ? 'proto h2' : ''}`).join('\n')}
 `);
     const [cmd, argv] = pinned(ctx, ['haproxy', '-db', '-f', join(dir, 'haproxy.cfg')]);
     const proc = spawn(cmd, argv, { stdio: 'ignore', env: { ...process.env, PATH: SBIN_PATH } });
@@ -216,7 +255,7 @@ backend app
   },
 };
 
-/** nghttpx (Debian nghttp2-proxy), one worker; its cleartext frontend takes h2c and HTTP/1.1 alike. */
+/** nghttpx (Debian nghttp2-proxy), one worker; its cleartext frontend takes h2c and HTTP/1.1 alike; one `-b` per endpoint, all on the same (catch-all) pattern, which nghttpx balances. */
 export const nghttpx: Peer = {
   name: 'nghttpx',
   key: 'nghttpx',
@@ -224,8 +263,8 @@ export const nghttpx: Peer = {
     if (!installed('nghttpx')) return 'nghttpx not installed (apt-get install nghttp2-proxy)';
     const port = await freePort();
     const frontend = route.frontend === 'tls' ? `127.0.0.1,${port}` : `127.0.0.1,${port};no-tls`;
-    const backend = `${new URL(route.upstream).hostname},${new URL(route.upstream).port};;${route.upstreamProto === 'h2' ? 'proto=h2' : 'proto=http/1.1'}`;
-    const args = ['nghttpx', '--conf=/dev/null', '-f', frontend, '-b', backend, '-n', '1', '--no-ocsp', '--no-via', '--errorlog-file=/dev/null', '--backend-connections-per-host=64', '--frontend-http2-max-concurrent-streams=1000'];
+    const backends = hostsOf(route).flatMap((h) => ['-b', `${h.replace(':', ',')};;${route.upstreamProto === 'h2' ? 'proto=h2' : 'proto=http/1.1'}`]);
+    const args = ['nghttpx', '--conf=/dev/null', '-f', frontend, ...backends, '-n', '1', '--no-ocsp', '--no-via', '--errorlog-file=/dev/null', '--backend-connections-per-host=64', '--frontend-http2-max-concurrent-streams=1000'];
     if (route.frontend === 'tls') args.push(ctx.keyFile, ctx.certFile);
     const [cmd, argv] = pinned(ctx, args);
     const master = spawn(cmd, argv, { stdio: 'ignore', env: { ...process.env, PATH: SBIN_PATH } });

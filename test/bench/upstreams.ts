@@ -9,6 +9,8 @@ import { freePort, waitForPort } from './bench-stats.ts';
 
 export interface Upstream {
   url: string;
+  /** The server's process, whose /proc/<pid>/io tells what it wrote (nghttpd only). */
+  pid?: number;
   stop(): void;
 }
 
@@ -19,7 +21,7 @@ export async function startNghttpd(docroot: string, tls?: { certFile: string; ke
   const args = tls ? ['-d', docroot, String(port), tls.keyFile, tls.certFile] : ['--no-tls', '-d', docroot, String(port)];
   const proc = spawn('nghttpd', args, { stdio: 'ignore', env: { ...process.env, PATH } });
   await waitForPort(port, 'nghttpd');
-  return { url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, stop: () => void proc.kill('SIGTERM') };
+  return { url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, pid: proc.pid, stop: () => void proc.kill('SIGTERM') };
 }
 
 export async function startStaticNginx(work: string, docroot: string): Promise<Upstream> {

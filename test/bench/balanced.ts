@@ -1,0 +1,207 @@
+// The balanced benchmark: rpcscope as an outbound sidecar spreading gRPC calls
+// over three endpoints, against the proxies a user would balance with instead,
+// side by side in one run. The endpoints are three nghttpd (Debian
+// nghttp2-server) answering the 256 B unary call of the load benchmark
+// (workloads.ts, grpc-256), h2c throughout. Rows: direct (one endpoint, no
+// proxy: the latency base), rpcscope's balanced relay (--outbound-data-plane
+// relay, an endpoint picked per call at frame level), rpcscope terminating
+// each call (--outbound-data-plane terminate, node:http2), both with
+// --balance round_robin; nginx (grpc_pass to an upstream block of the three,
+// keepalive), HAProxy (three server lines, proto h2, balance roundrobin) and
+// nghttpx (three -b backends, proto=h2). Each proxy is pinned to core 0 and
+// h2load to core 1; the endpoints are not pinned. A proxy's CPU comes from
+// /proc/<pid>/stat (utime + stime). Three loads: saturation, 2,000 calls/s
+// spread over 8 connections with one call at a time on each, and one call at a
+// time (c=1), whose median latency less the direct one is the latency the
+// proxy adds.
+//
+// The skew: how the proxy spread each load over the endpoints, counted outside
+// the proxies, by what each nghttpd process wrote during the load: wchar of
+// /proc/<pid>/io, read before and after. Every answer of the workload is the
+// same bytes (HEADERS, 261 B of DATA, trailers), so an endpoint's bytes are
+// proportional to the calls it answered, give or take its connections' own
+// frames (SETTINGS, WINDOW_UPDATE, PING, the first HEADERS of a connection
+// before HPACK's table fills; a proxy that opens more upstream connections
+// makes its endpoints write more per call). Skew is max/mean of the three
+// endpoints' bytes (1: even, 3: one endpoint took everything). The calls per
+// endpoint shown beside it are an estimate: the load's calls shared out in
+// proportion to those bytes.
+//
+// Prints Markdown tables and writes JSON and Markdown under test/bench/results/.
+// Figures to compare, not assertions.
+//
+//   node --import tsx test/bench/balanced.ts [--rounds 3] [--calls 20000] [--rate 2000]
+//       [--quick] [--only balanced,terminate,nginx,haproxy,nghttpx] [--no-pin]
+//
+// --quick: 5,000 calls at saturation, 2 s of the spread load, one round.
+// --only: the peers to run (direct always runs: it is the latency base and the bytes per call).
+// Ctrl-C stops the run with what it measured.
+//
+// The figures to quote come from a quiet machine (load average below the core
+// count, printed with the tables) and this command, a few minutes:
+//   node --import tsx test/bench/balanced.ts --rounds 3
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
+import { bytesWritten, cpuSeconds, loadAverage, machine } from './bench-stats.ts';
+import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample } from './bench-report.ts';
+import { h2load } from './h2load.ts';
+import { direct, haproxy, nghttpx, nginx, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
+import { startNghttpd, type Upstream } from './upstreams.ts';
+import { workloads, writeFiles } from './workloads.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string): boolean => args.includes(name);
+const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const QUICK = flag('--quick');
+const ROUNDS = Number(value('--rounds') ?? 1);
+const CALLS = Number(value('--calls') ?? (QUICK ? 5000 : 20_000));
+const RATE = Number(value('--rate') ?? 2000);
+const ONLY = (value('--only') ?? '').split(',').filter(Boolean);
+const PROXY_CORE = flag('--no-pin') ? undefined : '0';
+const LOAD_CORE = flag('--no-pin') ? undefined : '1';
+/** How long the spread load lasts at most, s. */
+const SPREAD_SECONDS = QUICK ? 2 : 5;
+const ENDPOINTS = 3;
+
+for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE]] as const) {
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);
+}
+
+const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-balanced-'));
+// The routes are h2c; HAProxy writes its PEM from the pair whatever the route.
+const cert = makeSelfSignedCert();
+const ctx: BenchContext = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: PROXY_CORE };
+const files = writeFiles(work);
+const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
+const node = process.versions.node.split('.')[0]!;
+
+const allPeers: Peer[] = [direct, rpcscopeOutbound('relay', node, process.execPath), rpcscopeOutbound('terminate', node, process.execPath), nginx, haproxy, nghttpx];
+const unknown = ONLY.filter((o) => !allPeers.some((p) => p.key === o));
+if (unknown.length) throw new Error(`--only: unknown ${unknown.join(', ')} (peers: ${allPeers.map((p) => p.key).join(', ')})`);
+const peers = ONLY.length ? allPeers.filter((p) => p.key === 'direct' || ONLY.includes(p.key)) : allPeers;
+
+const upstreams: Upstream[] = [];
+for (let i = 0; i < ENDPOINTS; i++) upstreams.push(await startNghttpd(files.docroot));
+const route: Route = { frontend: 'h2c', upstream: upstreams[0]!.url, upstreamProto: 'h2', direct: upstreams[0]!.url, endpoints: upstreams.map((u) => u.url) };
+const written = (): number[] => upstreams.map((u) => bytesWritten(u.pid!));
+
+function measure(t: Target, shape: string[], calls: number): BalancedPhase {
+  const b0 = written();
+  const c0 = t.pid ? cpuSeconds(t.pid) : 0;
+  const load = h2load(t.url + w.path, shape, w.request, calls, LOAD_CORE);
+  const cpu = t.pid ? cpuSeconds(t.pid) - c0 : NaN;
+  const b1 = written();
+  return { ...load, cpuUsPerCall: (cpu / ((load.ok + load.failed) || calls)) * 1e6, endpointBytes: b1.map((b, i) => b - b0[i]!) };
+}
+
+const skipped = new Map<string, string>();
+const errors: string[] = [];
+async function started(p: Peer): Promise<Target | undefined> {
+  try {
+    const t = await p.start(route, ctx);
+    if (typeof t === 'string') skipped.set(p.name, t);
+    return typeof t === 'string' ? undefined : t;
+  } catch (err) {
+    errors.push(`${rowName(p.name, p.node ?? '')}: ${(err as Error).message.split('\n')[0]}`);
+    return undefined;
+  }
+}
+
+const samples: BalancedSample[] = [];
+const t0 = Date.now();
+const loadAtStart = loadAverage();
+const date = new Date();
+const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
+const file = join(resultsDir, `balanced-${date.toISOString().replace(/[:.]/g, '-')}.json`);
+const command = `node --import tsx test/bench/balanced.ts ${args.join(' ')}`.trimEnd();
+/** Ctrl-C (or SIGTERM) ends the run between two h2load runs, as in relay.ts: proxies and endpoints stopped, the figures so far written. */
+let interrupted: NodeJS.Signals | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted = signal));
+class Interrupted extends Error {}
+async function checkpoint(): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  if (interrupted) throw new Interrupted(interrupted);
+}
+
+try {
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const p of peers) {
+      await checkpoint();
+      const t = await started(p);
+      if (!t) continue;
+      process.stderr.write(`round ${round}: ${rowName(p.name, p.node ?? '')}\n`);
+      try {
+        // Warm the JIT and the connections to every endpoint before measuring.
+        h2load(t.url + w.path, w.saturation, w.request, Math.ceil(CALLS / 4), LOAD_CORE);
+        await checkpoint();
+        const saturation = measure(t, w.saturation, CALLS);
+        await checkpoint();
+        const spread = measure(t, w.spread, Math.min(CALLS, RATE * SPREAD_SECONDS));
+        await checkpoint();
+        const serial = measure(t, ['-c', '1', '-m', '1'], w.serialCalls);
+        samples.push({ target: p.name, node: p.node ?? '', round, saturation, spread, serial });
+      } catch (err) {
+        if (err instanceof Interrupted) throw err;
+        errors.push(`${rowName(p.name, p.node ?? '')}: ${(err as Error).message.split('\n')[0]}`);
+      } finally {
+        await t.stop();
+      }
+    }
+    report(true);
+  }
+} catch (err) {
+  if (!(err instanceof Interrupted)) throw err;
+  errors.push(`interrupted by ${interrupted}: the tables hold what was measured before`);
+} finally {
+  for (const u of upstreams) u.stop();
+}
+report();
+if (interrupted) process.exitCode = 130;
+
+/** Tables and files from what was measured so far; `partial` writes them without printing. */
+function report(partial = false): void {
+  const summary = summarizeBalanced(samples);
+  const m = machine();
+  const header = [
+    `### Balanced benchmark, ${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+    '',
+    `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; Node ${node} for the rpcscope rows; ` +
+      `${PROXY_CORE === undefined ? 'nothing pinned' : `proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}, the three nghttpd endpoints unpinned`}; ` +
+      `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10), ${RATE} calls/s over 8 connections one call at a time, ${w.serialCalls} calls at c=1 for the added p50 (over direct to one endpoint). ` +
+      `CPU per call is the proxy process's utime + stime (10 ms ticks) over the calls; ×nginx is the row's figure over nginx's. ` +
+      `Skew: max/mean of what each nghttpd wrote during the load (wchar of /proc/<pid>/io, proportional to the calls it answered); calls per endpoint: the load's calls shared out in proportion to those bytes. ` +
+      `Load average ${loadAtStart} at the start, ${loadAverage()} at the end${Math.max(loadAtStart, loadAverage()) > m.cores ? ': other work shared the cores, so the figures are noisy' : ''}.`,
+  ].join('\n');
+  const notes = [
+    ...[...skipped].map(([name, why]) => `- ${name} skipped: ${why}`),
+    ...errors.map((e) => `- error: ${e}`),
+    `- ${Math.round((Date.now() - t0) / 1000)} s; command: ${command}`,
+  ];
+  const markdown = [header, balancedCpuTable(`${w.title}, three endpoints, round robin: CPU and latency`, RATE, summary), balancedSkewTable(RATE, summary), notes.join('\n')].join('\n\n') + '\n';
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        date: date.toISOString(),
+        machine: m,
+        command,
+        node,
+        loadAverage: { start: loadAtStart, end: loadAverage() },
+        settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, endpoints: ENDPOINTS, spreadSeconds: SPREAD_SECONDS, serialCalls: w.serialCalls },
+        workload: { id: w.id, path: w.path, saturation: w.saturation, spread: w.spread },
+        summary,
+        skipped: Object.fromEntries(skipped),
+        errors,
+        samples,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  writeFileSync(file.replace(/\.json$/, '.md'), markdown);
+  if (!partial) process.stdout.write(`\n${markdown}\nwritten: ${file} (and .md)\n`);
+}
