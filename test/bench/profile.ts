@@ -2,14 +2,17 @@
 // Node's --cpu-prof (pinned to core 0) in front of nghttpd while h2load (core 1)
 // drives gRPC unary 256 B calls at saturation (--workload grpc), or in front of
 // a static nginx while h2load --h1 drives REST GETs of the 1.2 KB order over
-// HTTP/1.1 keep-alive on 32 connections (--workload rest), then reads the
+// HTTP/1.1 keep-alive on 32 connections (--workload rest), or as an outbound
+// sidecar balancing gRPC unary 256 B calls over three nghttpd endpoints at
+// 2,000 calls/s spread over 8 connections, one call at a time on each, the
+// everyday shape (--workload balanced; --plane relay is the balanced relay), then reads the
 // profile and attributes its samples: each sidecar function to its TypeScript
 // file through the bundle's source map, Node's own JavaScript by module, and
 // the native buckets V8 reports (socket writes, garbage collection, the rest
 // of the runtime). Only the samples of the load's own duration count, not the
 // start-up; idle time is left out: shares are of busy time.
 //
-//   node --import tsx test/bench/profile.ts [--plane relay|terminate] [--workload grpc|rest] [--node 20|24] [--calls 100000]
+//   node --import tsx test/bench/profile.ts [--plane relay|terminate] [--workload grpc|rest|balanced] [--node 20|24] [--calls 100000]
 //
 // Prints Markdown tables and writes them, with the .cpuprofile, under
 // test/bench/results/. Open the .cpuprofile in Chrome DevTools (Performance)
@@ -34,7 +37,7 @@ const PLANE = value('--plane') ?? 'relay';
 const NODE = value('--node') ?? '24';
 const CALLS = Number(value('--calls') ?? 100_000);
 const WORKLOAD = value('--workload') ?? 'grpc';
-if (WORKLOAD !== 'grpc' && WORKLOAD !== 'rest') throw new Error(`--workload must be grpc or rest, got ${WORKLOAD}`);
+if (WORKLOAD !== 'grpc' && WORKLOAD !== 'rest' && WORKLOAD !== 'balanced') throw new Error(`--workload must be grpc, rest or balanced, got ${WORKLOAD}`);
 if (PLANE !== 'relay' && PLANE !== 'terminate') throw new Error(`--plane must be relay or terminate, got ${PLANE}`);
 if (NODE !== '20' && NODE !== '24') throw new Error(`--node must be 20 or 24, got ${NODE}`);
 if (!Number.isInteger(CALLS) || CALLS < 1000) throw new Error(`--calls must be an integer of at least 1000, got ${value('--calls')}`);
@@ -112,21 +115,29 @@ if (spawnSync(process.execPath, [join(ROOT, 'sidecar', 'build.mjs'), '--if-stale
 
 const work = mkdtempSync(join(tmpdir(), 'rpcscope-profile-'));
 const files = writeFiles(work);
-const upstream = WORKLOAD === 'grpc' ? await startNghttpd(files.docroot) : await startStaticNginx(work, files.docroot);
+const upstream = WORKLOAD === 'rest' ? await startStaticNginx(work, files.docroot) : await startNghttpd(files.docroot);
+/** The other two endpoints of the balanced workload. */
+const more = WORKLOAD === 'balanced' ? [await startNghttpd(files.docroot), await startNghttpd(files.docroot)] : [];
 const port = await freePort();
 const admin = await freePort();
 const profDir = join(work, 'prof');
 const argv = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, BUNDLE, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--data-plane', PLANE, '--http1-data-plane', PLANE, '--log-level', 'warn'];
 if (WORKLOAD === 'rest') argv.push('--upstream-protocol', 'http1');
+if (WORKLOAD === 'balanced') {
+  const endpoints = [upstream, ...more].map((u) => new URL(u.url).host).join(',');
+  argv.push('--mode', 'outbound', '--endpoints', endpoints, '--balance', 'round_robin', '--outbound-data-plane', PLANE, '--upstream-protocol', 'http2');
+}
 const sidecar = spawn('taskset', ['-c', '0', nodeBin, ...argv], { stdio: ['ignore', 'ignore', 'inherit'] });
 try {
   await waitForPort(port, 'rpcscope');
-  const request = WORKLOAD === 'grpc' ? ['-d', join(work, 'unary.bin'), '-H', 'content-type: application/grpc', '-H', 'te: trailers'] : ['--h1', '-H', 'accept: application/json'];
+  const request = WORKLOAD === 'rest' ? ['--h1', '-H', 'accept: application/json'] : ['-d', join(work, 'unary.bin'), '-H', 'content-type: application/grpc', '-H', 'te: trailers'];
   const cpu0 = cpuSeconds(sidecar.pid ?? 0);
   const load =
     WORKLOAD === 'grpc'
       ? h2load(`http://127.0.0.1:${port}/bench.v1.BenchService/Unary`, ['-c', '16', '-m', '10'], request, CALLS, '1')
-      : h2load(`http://127.0.0.1:${port}/v1/orders/ord-000001`, ['-c', '32', '-m', '1'], request, CALLS, '1');
+      : WORKLOAD === 'balanced'
+        ? h2load(`http://127.0.0.1:${port}/bench.v1.BenchService/Unary`, ['-c', '8', '-m', '1', '--rps', '250'], request, CALLS, '1')
+        : h2load(`http://127.0.0.1:${port}/v1/orders/ord-000001`, ['-c', '32', '-m', '1'], request, CALLS, '1');
   const cpuUs = ((cpuSeconds(sidecar.pid ?? 0) - cpu0) * 1e6) / load.ok;
   const exited = new Promise((r) => sidecar.once('exit', r));
   const stopAt = performance.now();
@@ -144,7 +155,9 @@ try {
     '',
     (WORKLOAD === 'grpc'
       ? `${load.ok} gRPC unary 256 B calls at saturation (h2load -c 16 -m 10, core 1) through the sidecar (core 0) to nghttpd: `
-      : `${load.ok} REST GETs of the 1.2 KB order over HTTP/1.1 keep-alive at saturation (h2load --h1 -c 32, core 1) through the sidecar (core 0) to a static nginx: `) +
+      : WORKLOAD === 'balanced'
+        ? `${load.ok} gRPC unary 256 B calls at 2,000/s over 8 connections, one at a time on each (h2load -c 8 -m 1 --rps 250, core 1), through an outbound sidecar (core 0) balancing them round robin over three nghttpd: `
+        : `${load.ok} REST GETs of the 1.2 KB order over HTTP/1.1 keep-alive at saturation (h2load --h1 -c 32, core 1) through the sidecar (core 0) to a static nginx: `) +
       `${Math.round(load.rps)} calls/s, ${cpuUs.toFixed(1)} µs of sidecar CPU per call (from /proc, profiler on), ${load.failed} failed; load average ${loadAverage().toFixed(2)}.`,
     '',
     table('where (source file, Node module, native)', byPlace, busy, 20),
@@ -155,11 +168,12 @@ try {
   process.stdout.write(`${out}\n`);
   const results = join(ROOT, 'test', 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  const stem = `profile-${PLANE}${WORKLOAD === 'rest' ? '-rest-h1' : ''}-node${NODE}`;
+  const stem = `profile-${PLANE}${WORKLOAD === 'grpc' ? '' : WORKLOAD === 'rest' ? '-rest-h1' : '-balanced'}-node${NODE}`;
   writeFileSync(join(results, `${stem}.md`), out);
   copyFileSync(join(profDir, file), join(results, `${stem}.cpuprofile`));
   process.stdout.write(`wrote test/bench/results/${stem}.md and .cpuprofile (Node ${NODE === '24' ? NODE_24_VERSION : process.versions.node})\n`);
 } finally {
   if (sidecar.exitCode === null) sidecar.kill('SIGKILL');
   upstream.stop();
+  for (const u of more) u.stop();
 }
