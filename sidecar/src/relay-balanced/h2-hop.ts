@@ -104,9 +104,14 @@ export class HopStream {
 /** Frames queued up to this many octets go out copied into one buffer; more, as a writev of the pieces. */
 const COPY_LIMIT = 16 * 1024;
 
-/** Hops with frames queued, written on the next tick: what one read leads to goes in one write per socket. */
+/**
+ * Hops with frames queued: what one read leads to goes in one write per socket,
+ * at the end of that read; what a timer queues (a deadline, a PING), on the next tick.
+ */
 const dirty = new Set<H2Hop>();
 let flushScheduled = false;
+/** A read is being handled: its frames are written as it ends, no tick needed. */
+let reading = false;
 function flushAll(): void {
   flushScheduled = false;
   // A flush only writes: no hop is queued to while this runs.
@@ -365,7 +370,7 @@ export class H2Hop {
     this.out.push(b);
     this.queuedBytes += b.length;
     dirty.add(this);
-    if (!flushScheduled) {
+    if (!flushScheduled && !reading) {
       flushScheduled = true;
       process.nextTick(flushAll);
     }
@@ -400,12 +405,16 @@ export class H2Hop {
 
   private read(chunk: Buffer): void {
     if (this.closed) return;
+    reading = true;
     try {
       this.parser.push(chunk);
     } catch (err) {
       const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
       this.host.failed?.(err);
       this.fail(code, err as Error);
+    } finally {
+      reading = false;
+      flushAll();
     }
   }
 
