@@ -45,7 +45,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
-import { bytesWritten, cpuSeconds, loadAverage, machine } from './bench-stats.ts';
+import { bytesWritten, checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupted, loadAverage, machine } from './bench-stats.ts';
 import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { direct, haproxy, nghttpx, nginx, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
@@ -117,15 +117,8 @@ const date = new Date();
 const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
 const file = join(resultsDir, `balanced-${date.toISOString().replace(/[:.]/g, '-')}.json`);
 const command = `node --import tsx test/bench/balanced.ts ${args.join(' ')}`.trimEnd();
-/** Ctrl-C (or SIGTERM) ends the run between two h2load runs, as in relay.ts: proxies and endpoints stopped, the figures so far written. */
-let interrupted: NodeJS.Signals | undefined;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted = signal));
-class Interrupted extends Error {}
-async function checkpoint(): Promise<void> {
-  await new Promise((r) => setImmediate(r));
-  if (interrupted) throw new Interrupted(interrupted);
-}
 
+interruptAtCheckpoints();
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const p of peers) {
@@ -154,12 +147,12 @@ try {
   }
 } catch (err) {
   if (!(err instanceof Interrupted)) throw err;
-  errors.push(`interrupted by ${interrupted}: the tables hold what was measured before`);
+  errors.push(`interrupted by ${interrupted()}: the tables hold what was measured before`);
 } finally {
   for (const u of upstreams) u.stop();
 }
 report();
-if (interrupted) process.exitCode = 130;
+if (interrupted()) process.exitCode = 130;
 
 /** Tables and files from what was measured so far; `partial` writes them without printing. */
 function report(partial = false): void {

@@ -75,3 +75,28 @@ export function machine(): { cpu: string; cores: number; kernel: string } {
   const c = cpus();
   return { cpu: c[0]?.model ?? 'unknown', cores: c.length, kernel: readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim() };
 }
+
+/**
+ * Ctrl-C (or SIGTERM) ends a benchmark run between two h2load runs: the proxy
+ * running and the upstreams are stopped and the figures so far written, so that
+ * nothing is left behind. A signal is seen only when the event loop turns,
+ * hence the checkpoints between the (synchronous) h2load runs.
+ */
+export class Interrupted extends Error {}
+let interruptedBy: NodeJS.Signals | undefined;
+
+/** From now on SIGINT and SIGTERM interrupt the run at its next checkpoint instead of ending the process. */
+export function interruptAtCheckpoints(): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interruptedBy = signal));
+}
+
+/** The signal that interrupted the run, if one did. */
+export function interrupted(): NodeJS.Signals | undefined {
+  return interruptedBy;
+}
+
+/** Lets a signal in; throws Interrupted once one came. */
+export async function checkpoint(): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  if (interruptedBy) throw new Interrupted(interruptedBy);
+}

@@ -38,7 +38,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
-import { cpuSeconds, loadAverage, machine, peakRssMiB, rssMiB } from './bench-stats.ts';
+import { checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupted, loadAverage, machine, peakRssMiB, rssMiB } from './bench-stats.ts';
 import { loadTable, rowName, rssTable, summarize, type Phase, type RssRow, type Sample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { countSyscalls, straceInstalled } from './syscalls.ts';
@@ -151,20 +151,8 @@ const loadAtStart = loadAverage();
 const date = new Date();
 const resultsDir = fileURLToPath(new URL('results/', import.meta.url));
 const file = join(resultsDir, `load-${date.toISOString().replace(/[:.]/g, '-')}.json`);
-/**
- * Ctrl-C (or SIGTERM) ends the run between two h2load runs: the proxy running
- * and the upstreams are stopped and the figures so far written, so that
- * nothing is left behind. A signal is seen only when the event loop turns,
- * hence the checkpoints between the (synchronous) h2load runs.
- */
-let interrupted: NodeJS.Signals | undefined;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => (interrupted = signal));
-class Interrupted extends Error {}
-async function checkpoint(): Promise<void> {
-  await new Promise((r) => setImmediate(r));
-  if (interrupted) throw new Interrupted(interrupted);
-}
 
+interruptAtCheckpoints();
 try {
   for (let round = 1; round <= ROUNDS; round++) {
     for (const w of selected) {
@@ -208,12 +196,12 @@ try {
   if (runRss) await measureMemory();
 } catch (err) {
   if (!(err instanceof Interrupted)) throw err;
-  errors.push(`interrupted by ${interrupted}: the tables hold what was measured before`);
+  errors.push(`interrupted by ${interrupted()}: the tables hold what was measured before`);
 } finally {
   for (const u of upstreams) u.stop();
 }
 report();
-if (interrupted) process.exitCode = 130;
+if (interrupted()) process.exitCode = 130;
 
 /** Each proxy fresh: its RSS idle, then its peak with CONCURRENT_STREAMS server streams open at once. */
 async function measureMemory(): Promise<void> {
