@@ -255,6 +255,11 @@ export class BalancedCall {
     if (this.ended) return;
     const { record, tap } = this.call;
     this.up = undefined;
+    // The response was whole already: only the request side stops (RFC 9113 §8.1), and the call ends whole.
+    if (this.responseEnded) {
+      this.client.reset(this.down, Http2Error.NO_ERROR);
+      return this.finish();
+    }
     if (!reached) {
       record.upstreamUnreachable = true;
       const code = (error as { code?: string } | undefined)?.code;
@@ -269,7 +274,7 @@ export class BalancedCall {
     }
     record.upstreamEndTime = now();
     const { protocol, framed } = record;
-    const ending = !this.responseEnded && tap.responseAtBoundary() ? upstreamLostEnding(protocol, framed, this.base64, true) : undefined;
+    const ending = tap.responseAtBoundary() ? upstreamLostEnding(protocol, framed, this.base64, true) : undefined;
     if (!ending) this.client.reset(this.down, Http2Error.INTERNAL_ERROR);
     else {
       if (ending.body) {
