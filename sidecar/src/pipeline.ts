@@ -287,7 +287,8 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
       if (config.drainDelayMs > 0) await new Promise((r) => setTimeout(r, config.drainDelayMs));
       const accepting = listener.drain();
       const deadline = Date.now() + config.drainTimeoutMs;
-      while (ctx.inflight.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      // Relayed connections are waited for too: between a drain's two GOAWAYs a client may still open streams.
+      while ((ctx.inflight.size > 0 || listener.relaysSettling > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const unfinished = ctx.inflight.size;
       listener.destroy();
       await accepting;

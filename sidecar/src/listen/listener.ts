@@ -94,6 +94,12 @@ export interface H2Relays {
   /** Whether `socket` is relayed; if so, it is asked to go. */
   ageOut(socket: net.Socket): boolean;
   drain(): void;
+  /**
+   * Relayed connections not yet closed by the relay: after the first GOAWAY of a
+   * drain a client may still open streams until the second, so a drain whose
+   * calls are all over waits for these too (or its timeout) before it ends them.
+   */
+  readonly settling: number;
   destroy(): void;
 }
 
@@ -524,6 +530,11 @@ export class ProxyListener {
   }
 
   /** Stop accepting; ask HTTP/2 clients to go (GOAWAY) and HTTP/1.1 clients to close. */
+  /** Relayed HTTP/2 connections the drain still waits for (H2Relays.settling). */
+  get relaysSettling(): number {
+    return this.relays?.settling ?? 0;
+  }
+
   drain(): Promise<void> {
     this.draining = true;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));

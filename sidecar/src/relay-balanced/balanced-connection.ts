@@ -47,6 +47,12 @@ export class BalancedConnection {
   /** The second GOAWAY went: the connection closes once its calls are over. */
   private draining = false;
   private done = false;
+  private closing = false;
+
+  /** The connection is over, or closing with nothing left to send. */
+  get settled(): boolean {
+    return this.done || this.closing;
+  }
 
   constructor(private readonly ctx: ProxyContext, private readonly conn: ConnectionRecord, private readonly socket: net.Socket, private readonly endpoints: EndpointHops) {
     socket.setNoDelay(true);
@@ -164,7 +170,8 @@ export class BalancedConnection {
   }
 
   private close(): void {
-    if (this.done) return;
+    if (this.done || this.closing) return;
+    this.closing = true;
     this.hop.end();
     setTimeout(() => this.socket.destroy(), 1000).unref();
   }

@@ -43,6 +43,13 @@ export class BalancedRelaySet {
     return c !== undefined;
   }
 
+  /** Client connections that have not closed themselves yet (each does once its second GOAWAY went and its calls ended). */
+  get settling(): number {
+    let n = 0;
+    for (const c of this.live.values()) if (!c.settled) n++;
+    return n;
+  }
+
   drain(): void {
     this.draining = true;
     for (const c of this.live.values()) c.goAway();

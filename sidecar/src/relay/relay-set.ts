@@ -63,6 +63,13 @@ export class RelaySet {
     return relay !== undefined;
   }
 
+  /** Relayed connections that have not closed themselves yet (each does once its second GOAWAY went and its calls ended). */
+  get settling(): number {
+    let n = 0;
+    for (const r of this.live.values()) if (r.phase !== 'closed') n++;
+    return n;
+  }
+
   drain(): void {
     this.draining = true;
     for (const r of this.live.values()) r.goAway();
