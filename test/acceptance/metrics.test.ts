@@ -722,6 +722,13 @@ describe('rpcscope binary: the metric contract under a scripted mix, read from /
       );
     });
 
+    it('rpcscope_protocol_calls_total: the same calls by protocol and code', async () => {
+      assert.deepEqual(
+        sortedEntries(await promValues('sum by (protocol, code) (rpcscope_protocol_calls_total)', ['protocol', 'code'])),
+        sortedEntries(tally(ledger, (e) => `${e.protocol} | ${e.code}`)),
+      );
+    });
+
     it('sum by (detected_by) (rpcscope_deadline_exceeded_total): one way of noticing each, and only misses', async () => {
       const got = await promValues('sum by (detected_by) (rpcscope_deadline_exceeded_total)', ['detected_by']);
       assert.deepEqual(sortedEntries(got), sortedEntries(tally(ledger, (e) => e.detectedBy)));

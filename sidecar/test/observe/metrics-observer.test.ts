@@ -158,6 +158,7 @@ const CALL_LABELS = ['direction', 'protocol', 'encoding', 'method', 'operation']
 /** docs/metrics.md, as data: each metric's type and exact label names, at the default detail level. */
 const CONTRACT: Record<string, [type: string, labels: string[]]> = {
   rpcscope_calls_total: ['counter', [...CALL_LABELS, 'code', 'http_status']],
+  rpcscope_protocol_calls_total: ['counter', ['direction', 'protocol', 'code']],
   rpcscope_calls_active: ['gauge', ['direction', 'protocol', 'method']],
   rpcscope_call_duration_seconds: ['histogram', CALL_LABELS],
   rpcscope_call_bytes_total: ['counter', [...CALL_LABELS, 'flow']],
@@ -376,6 +377,15 @@ describe('calls', () => {
       'rpcscope_calls_without_deadline_total{direction="inbound",protocol="grpc_web",method="order.v1.OrderService/GetOrder"} 1',
       'rpcscope_calls_without_deadline_total{direction="inbound",protocol="grpc",method="order.v1.OrderService/GetOrder"} 1',
     ], 'REST calls are not expected to carry a deadline');
+    // The per-protocol counts the fleet rules read: the same calls, the method and status summed away.
+    assert.deepEqual(samples(text, 'rpcscope_protocol_calls_total'), [
+      'rpcscope_protocol_calls_total{direction="inbound",protocol="rest",code="OK"} 2',
+      'rpcscope_protocol_calls_total{direction="inbound",protocol="rest",code="NOT_FOUND"} 1',
+      'rpcscope_protocol_calls_total{direction="inbound",protocol="rest",code="CANCELLED"} 1',
+      'rpcscope_protocol_calls_total{direction="inbound",protocol="connect",code="NOT_FOUND"} 1',
+      'rpcscope_protocol_calls_total{direction="inbound",protocol="grpc_web",code="UNAVAILABLE"} 1',
+      'rpcscope_protocol_calls_total{direction="inbound",protocol="grpc",code="UNAVAILABLE"} 1',
+    ]);
   });
 
   test('the method guard: later methods fold into _OTHER, earlier ones keep their series', async () => {

@@ -43,6 +43,7 @@ export class CallRecorder {
     const enc = this.encodingCells(cells, call.encoding);
     const status = enc.statuses.get(code * 1000 + call.httpStatus) ?? this.newStatusCells(cells, enc, code, call.httpStatus);
     status.calls.value++;
+    status.protocolCalls.value++;
     enc.requestBytes.value += call.requestBytes;
     enc.responseBytes.value += call.responseBytes;
     enc.requestSizes?.record(call.requestBytes);
@@ -82,6 +83,7 @@ export class CallRecorder {
       const enc = this.encodingCells(cells, call.encoding);
       const status = enc.statuses.get(code * 1000 + call.httpStatus) ?? this.newStatusCells(cells, enc, code, call.httpStatus);
       status.calls.value++;
+      status.protocolCalls.value++;
       // One body carries every procedure's part: shared out evenly, the remainder to the first.
       const req = share(call.requestBytes, n, i);
       const resp = share(call.responseBytes, n, i);
@@ -157,11 +159,15 @@ export class CallRecorder {
   }
 
   private newStatusCells(cells: RouteCells, enc: EncodingCells, code: number, httpStatus: number): StatusCells {
-    const status = new StatusCells(this.catalogue.callsTotal.cell({
-      ...encodingLabels(cells, enc),
-      code: grpcCodeName(code),
-      http_status: httpStatus === 0 ? '' : String(httpStatus),
-    }));
+    const perProtocol = cells.perProtocol.calls;
+    const status = new StatusCells(
+      this.catalogue.callsTotal.cell({
+        ...encodingLabels(cells, enc),
+        code: grpcCodeName(code),
+        http_status: httpStatus === 0 ? '' : String(httpStatus),
+      }),
+      (perProtocol[code] ??= this.catalogue.protocolCalls.cell({ direction: cells.direction, protocol: cells.route.protocol, code: grpcCodeName(code) })),
+    );
     enc.statuses.set(code * 1000 + httpStatus, status);
     return status;
   }

@@ -18,6 +18,7 @@ import { HistogramFamily, ValueFamily, type MetricFamily } from '../metric-cells
 export class MetricCatalogue {
   // Calls and streams (call-recorder.ts).
   readonly callsTotal = new ValueFamily('rpcscope_calls_total', 'Finished calls, unary or streaming.', 'counter');
+  readonly protocolCalls = new ValueFamily('rpcscope_protocol_calls_total', 'Finished calls by direction, protocol and code: rpcscope_calls_total without its per-method labels, for rules over a whole fleet.', 'counter');
   readonly callsActive = new ValueFamily('rpcscope_calls_active', 'Calls and streams in flight.', 'gauge');
   readonly callDuration: HistogramFamily;
   readonly callBytes = new ValueFamily('rpcscope_call_bytes_total', 'Body bytes of finished calls, by flow.', 'counter');
@@ -67,7 +68,7 @@ export class MetricCatalogue {
       for (const f of [this.callDuration, this.streamDuration, this.deadlineRequested, this.deadlineUsed]) f.native = true;
     }
     this.families = [
-      this.callsTotal, this.callsActive, this.callDuration, this.callBytes, this.payload, this.overhead,
+      this.callsTotal, this.protocolCalls, this.callsActive, this.callDuration, this.callBytes, this.payload, this.overhead,
       this.streamDuration, this.firstMessage, this.messages,
       this.resets, this.goaways,
       this.deadlineRequested, this.deadlineExceeded, this.deadlineUsed, this.withoutDeadline, this.deadlineInvalid,

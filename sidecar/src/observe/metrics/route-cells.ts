@@ -20,7 +20,11 @@ export const ENCODING_INDEX: Readonly<Record<Encoding, number>> = { proto: 0, js
  */
 export class StatusCells {
   duration: HistogramCell | undefined;
-  constructor(readonly calls: ValueCell) {}
+  constructor(
+    readonly calls: ValueCell,
+    /** The `rpcscope_protocol_calls_total` series of the same direction, protocol and code, shared by every method. */
+    readonly protocolCalls: ValueCell,
+  ) {}
 }
 
 /** Series of one (direction, protocol, encoding, method) (call-recorder.ts). */
@@ -39,8 +43,10 @@ export class EncodingCells {
   ) {}
 }
 
-/** Series of one (direction, protocol): the proxy overhead (call-recorder.ts) and invalid deadline headers (deadline-recorder.ts). */
+/** Series of one (direction, protocol): calls by code and the proxy overhead (call-recorder.ts), invalid deadline headers (deadline-recorder.ts). */
 export interface ProtocolCells {
+  /** `rpcscope_protocol_calls_total` by gRPC code number. */
+  readonly calls: (ValueCell | undefined)[];
   overhead: HistogramCell | undefined;
   deadlineInvalid: ValueCell | undefined;
 }
@@ -92,7 +98,7 @@ export class RouteCellTable {
   private protocolCellsFor(direction: Direction, protocol: Protocol): ProtocolCells {
     const key = `${direction} ${protocol}`;
     let cells = this.protocolCells.get(key);
-    if (cells === undefined) this.protocolCells.set(key, (cells = { overhead: undefined, deadlineInvalid: undefined }));
+    if (cells === undefined) this.protocolCells.set(key, (cells = { calls: [], overhead: undefined, deadlineInvalid: undefined }));
     return cells;
   }
 }
