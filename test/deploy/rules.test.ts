@@ -79,6 +79,15 @@ describe('prometheus rules', () => {
     assert.deepEqual(rules.flatMap(longRawRanges), []);
   });
 
+  it('select no per-method-and-code call counter: fleet-wide reads go to rpcscope_protocol_calls_total', () => {
+    // Prometheus (2.42) sorts every series a selector matches before reading it, so a rule's cost
+    // follows the series it selects: rpcscope_calls_total is 320 a pod in the sizing workload, and
+    // two reads of it per evaluation held 1,000 pods' rule groups past their interval.
+    assert.deepEqual(rules.filter((r) => metricNames(r.expr).includes('rpcscope_calls_total')).map((r) => r.record ?? r.alert), []);
+    assert.ok(rules.some((r) => metricNames(r.expr).includes('rpcscope_protocol_calls_total')));
+    assert.deepEqual(metricNames('sum by (pod) (rate(rpcscope_calls_total{direction="inbound"}[2m]))'), ['rpcscope_calls_total']);
+  });
+
   it('the long-window check catches a 30-minute rate over raw counters, directly or in a subquery', () => {
     const old = 'sum by (namespace, service, method) (rate(rpcscope_calls_without_deadline_total[30m])) / (sum by (namespace, service, method) (rate(rpcscope_calls_total{protocol=~"grpc|connect"}[30m])) > 0)';
     assert.deepEqual(longRawRanges({ record: 'old', expr: old }), ['old: rpcscope_calls_without_deadline_total[30m]', 'old: rpcscope_calls_total[30m]']);
