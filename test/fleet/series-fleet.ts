@@ -9,6 +9,7 @@
 // duration and each rule group's evaluation time against its interval;
 // asserts nothing (test/fleet/rules-at-scale.test.ts does).
 //   node --import tsx test/fleet/series-fleet.ts [--pods 1000] [--detail standard] [--rounds 4] [--interval 30]
+// --rounds counts the intervals watched after the start (all targets up, then two intervals).
 import { parseArgs } from 'node:util';
 import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
 import { RULES_FILE } from './fleet.ts';
@@ -40,15 +41,26 @@ const started = Date.now();
 // longest evaluation over them.
 while (((await value('count(up == 1)')) || 0) < pods && Date.now() - started < 900_000) await sleep(2000);
 const allUp = Math.round((Date.now() - started) / 1000);
-const longest = new Map<string, { ms: number; interval: number; missed: number }>();
-const until = Date.now() + Number(args.rounds) * intervalS * 1000;
+// Every evaluation of every group, by the time it ran (seconds since start). The first round of
+// scrapes creates every series (2.4 M at 1,000 pods), and evaluations meanwhile wait on the index:
+// those of the first two intervals after all targets are up are reported apart, as the start.
+const evaluations = new Map<string, { at: number; ms: number }[]>();
+const intervals = new Map<string, { interval: number; missed: number }>();
+const settledAt = allUp + 2 * intervalS;
+const until = Date.now() + (2 + Number(args.rounds)) * intervalS * 1000;
 while (Date.now() < until) {
-  for (const [name, g] of ruleGroups(await prom.own())) {
-    const l = longest.get(name) ?? { ms: 0, interval: g.interval, missed: 0 };
-    longest.set(name, { ms: Math.max(l.ms, Math.round(g.lastDuration * 1000)), interval: g.interval, missed: g.missed });
+  const own = await prom.own();
+  for (const [name, g] of ruleGroups(own)) {
+    intervals.set(name, { interval: g.interval, missed: g.missed });
+    const at = Math.round((own.get(`prometheus_rule_group_last_evaluation_timestamp_seconds{rule_group="${RULES_FILE};${name}"}`) ?? 0) - started / 1000);
+    const list = evaluations.get(name) ?? [];
+    if (at > 0 && list.at(-1)?.at !== at) list.push({ at, ms: Math.round(g.lastDuration * 1000) });
+    evaluations.set(name, list);
   }
   await sleep(2000);
 }
+const share = (ms: number, interval: number): string => `${(ms / 10 / interval).toFixed(1)} %`;
+const longestOf = (list: { ms: number }[]): number => Math.max(0, ...list.map((e) => e.ms));
 
 const targets = (await (await fetch(`${prom.url}/api/v1/targets?state=active`)).json()) as { data: { activeTargets: { health: string; lastError: string }[] } };
 const errors = new Map<string, number>();
@@ -70,8 +82,17 @@ const figures = {
   heap_inuse_mib: Math.round(pick('go_memstats_heap_inuse_bytes') / 2 ** 20),
   scrape_duration_avg_ms: Math.round((await value('avg(scrape_duration_seconds{job="rpcscope"})')) * 1000),
   scrape_duration_max_ms: Math.round((await value('max(scrape_duration_seconds{job="rpcscope"})')) * 1000),
-  // Longest evaluation seen over the rounds, and its share of the group's interval (the target is at most 10 %).
-  rule_groups: Object.fromEntries([...longest].map(([k, v]) => [k, `${v.ms} ms (${((v.ms / 10 / v.interval)).toFixed(1)} % of ${v.interval} s), ${v.missed} iterations missed`])),
+  // Longest evaluation seen over the rounds once settled, and its share of the group's interval (the
+  // target is at most 10 %); then the longest while the first rounds created the series.
+  rule_groups: Object.fromEntries(
+    [...intervals].map(([k, { interval, missed }]) => {
+      const list = evaluations.get(k) ?? [];
+      const settled = list.filter((e) => e.at >= settledAt);
+      const start = list.filter((e) => e.at < settledAt);
+      const l = longestOf(settled);
+      return [k, `${l} ms (${share(l, interval)} of ${interval} s) over ${settled.length} evaluations, ${missed} iterations missed; at the start ${longestOf(start)} ms`];
+    }),
+  ),
   scrape_errors: Object.fromEntries(errors),
   all_up_after_s: allUp,
   ran_s: Math.round((Date.now() - started) / 1000),
