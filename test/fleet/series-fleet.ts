@@ -8,7 +8,9 @@
 // counters growing. Prints active series, samples per second, memory, scrape
 // duration and each rule group's evaluation time against its interval;
 // asserts nothing (test/fleet/rules-at-scale.test.ts does).
-//   node --import tsx test/fleet/series-fleet.ts [--pods 1000] [--detail standard] [--rounds 4] [--interval 30]
+//   node --import tsx test/fleet/series-fleet.ts [--pods 1000] [--detail standard] [--rounds 4] [--interval 30] [--histograms native]
+// --histograms native: the pods serve native histograms (as sidecars with --histograms native) to a
+// Prometheus started with --enable-feature=native-histograms, which asks for the protobuf exposition.
 // --rounds counts the intervals watched after the start (all targets up, then two intervals).
 import { parseArgs } from 'node:util';
 import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
@@ -21,18 +23,21 @@ const { values: args } = parseArgs({
     detail: { type: 'string', default: 'standard' },
     rounds: { type: 'string', default: '4' },
     interval: { type: 'string', default: '30' },
+    histograms: { type: 'string', default: 'classic' },
   },
 });
+if (args.histograms !== 'classic' && args.histograms !== 'native') throw new Error(`--histograms: classic or native, not ${args.histograms}`);
+const histograms = args.histograms;
 const pods = Number(args.pods);
 const detail = args.detail as MetricsDetail;
 const intervalS = Number(args.interval);
 
-const fleet = await startSimulatedFleet({ pods, detail });
+const fleet = await startSimulatedFleet({ pods, detail, histograms });
 const prom = await startFleetPrometheus('series-fleet', {
   global: { scrape_interval: `${intervalS}s`, scrape_timeout: `${Math.max(1, intervalS - 1)}s`, evaluation_interval: `${intervalS}s` },
   rule_files: [RULES_FILE],
   scrape_configs: [{ job_name: 'rpcscope', static_configs: fleet.staticConfigs() }],
-});
+}, histograms === 'native' ? ['--enable-feature=native-histograms'] : []);
 const value = async (expr: string): Promise<number> => Number((await prom.query(expr))[0]?.value[1] ?? NaN);
 
 const started = Date.now();
@@ -71,8 +76,10 @@ const samplesPerRound = await value('sum(scrape_samples_scraped{job="rpcscope"})
 const figures = {
   pods,
   detail,
+  histograms,
   interval_s: intervalS,
-  series_per_pod: fleet.seriesPerPod,
+  // As Prometheus counted them (a native histogram is one).
+  series_per_pod: Math.round(samplesPerRound / pods),
   bytes_per_scrape: fleet.bytesPerScrape,
   up: await value('sum(up)'),
   head_series: pick('prometheus_tsdb_head_series'),

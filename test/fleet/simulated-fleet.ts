@@ -22,6 +22,9 @@ import { Router } from '../../sidecar/src/route/router.ts';
 import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
 import { workloadCalls } from '../../sidecar/test/observe/series-workload.ts';
 import { PROMETHEUS_BIN, freePort, type PromSample } from '../support/prometheus.ts';
+import { PROTOBUF_ACCEPT, decodeFamilies, encodeFamilies, type DecodedFamily, type DecodedMetric } from '../support/prometheus-proto.ts';
+import { scrapeBytes } from '../../sidecar/test/observe/scrape.ts';
+import { PROTOBUF_CONTENT_TYPE, acceptsProtobuf } from '../../sidecar/src/observe/prometheus-protobuf.ts';
 
 export const SERVICES = 100;
 export const NAMESPACES = 20;
@@ -47,6 +50,52 @@ export function workloadExposition(detail: MetricsDetail): string {
   const text = o.render();
   void o.shutdown();
   return text;
+}
+
+/** What one sidecar with --histograms native serves a scraper that asks for protobuf after the workload. */
+export async function workloadProtobuf(detail: MetricsDetail): Promise<DecodedFamily[]> {
+  const o = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail, histograms: 'native' });
+  for (const call of workloadCalls()) {
+    const end = call.endTime;
+    o.callStarted(call);
+    call.endTime = end;
+    o.callEnded(call);
+  }
+  const { body } = await scrapeBytes(o, PROTOBUF_ACCEPT);
+  void o.shutdown();
+  return decodeFamilies(body);
+}
+
+/**
+ * The protobuf body of a pod whose counters grow `factor` times the base rate,
+ * at `ms`: counters as in the text (exact at the sample's timestamp), each
+ * histogram's counts (native buckets, zero bucket, count) and sum times a
+ * whole multiple that grows by `factor` a second, so that every count stays an
+ * integer, as a native histogram's must.
+ */
+function scaledProtobuf(families: readonly DecodedFamily[], factor: number, ms: number): Buffer {
+  const t = (ms - EPOCH_MS) / 1000;
+  const k = Math.floor(factor * t);
+  const scale = (m: DecodedMetric, counter: boolean): DecodedMetric => {
+    const h = m.histogram;
+    if (h !== undefined) {
+      return {
+        label: m.label,
+        timestampMs: ms,
+        histogram: {
+          ...h,
+          sampleCount: h.sampleCount * k,
+          sampleSum: h.sampleSum * k,
+          zeroCount: h.zeroCount === undefined ? undefined : h.zeroCount * k,
+          bucket: h.bucket.map((b) => ({ upperBound: b.upperBound, cumulativeCount: b.cumulativeCount * k })),
+          positiveDelta: h.positiveDelta.map((d) => d * k),
+        },
+      };
+    }
+    if (m.counter !== undefined && counter) return { label: m.label, timestampMs: ms, counter: { value: (m.counter.value * factor * t) / 60 } };
+    return { ...m, timestampMs: ms };
+  };
+  return encodeFamilies(families.map((f) => ({ ...f, metric: f.metric.map((m) => scale(m, f.name !== 'process_start_time_seconds')) })));
 }
 
 interface Line {
@@ -84,7 +133,7 @@ export interface SimulatedFleet {
   detail: MetricsDetail;
   /** `host:port` of pod `i`. */
   address(i: number): string;
-  /** Sample lines a pod serves (its series). */
+  /** Sample lines a pod serves (its series; the text's, with native histograms too). */
   seriesPerPod: number;
   /** Bytes of one pod's scrape. */
   bytesPerScrape: number;
@@ -99,10 +148,16 @@ export interface SimulatedFleet {
  */
 const EPOCH_MS = Date.now() - 86_400_000;
 
-/** `services`: how many services the pods are spread over (pod i in service i % services); default 100. */
-export async function startSimulatedFleet(opts: { pods: number; detail: MetricsDetail; services?: number }): Promise<SimulatedFleet> {
+/**
+ * `services`: how many services the pods are spread over (pod i in service i % services); default 100.
+ * `histograms: 'native'`: a scraper that asks for protobuf (Prometheus with
+ * --enable-feature=native-histograms) gets native histograms, as from sidecars
+ * with --histograms native; others get the text.
+ */
+export async function startSimulatedFleet(opts: { pods: number; detail: MetricsDetail; services?: number; histograms?: 'classic' | 'native' }): Promise<SimulatedFleet> {
   const services = opts.services ?? SERVICES;
   const text = workloadExposition(opts.detail);
+  const native = opts.histograms === 'native' ? await workloadProtobuf(opts.detail) : undefined;
   const lines = template(text);
   // Rendered at each scrape: the value is exact at the sample's own timestamp (ms), so rate() over
   // any window reads the pod's rate exactly, whichever Prometheus scrapes it and when.
@@ -120,6 +175,10 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
     const factor = podFactor(i, services);
     const server = createServer((req, res) => {
       if (req.url !== '/metrics') return void res.writeHead(404).end();
+      if (native !== undefined && acceptsProtobuf(req.headers.accept)) {
+        const proto = scaledProtobuf(native, factor, Date.now());
+        return void res.writeHead(200, { 'content-type': PROTOBUF_CONTENT_TYPE, 'content-length': proto.length }).end(proto);
+      }
       const body = render(factor, Date.now());
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': body.length }).end(body);
     });
@@ -135,8 +194,8 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
     pods: opts.pods,
     detail: opts.detail,
     address,
-    seriesPerPod: lines.filter((l) => l.kind !== 'comment').length,
-    bytesPerScrape: Buffer.byteLength(text),
+    seriesPerPod: native === undefined ? lines.filter((l) => l.kind !== 'comment').length : native.reduce((n, f) => n + f.metric.length, 0),
+    bytesPerScrape: native === undefined ? Buffer.byteLength(text) : scaledProtobuf(native, 1, Date.now()).length,
     staticConfigs: (only = () => true) =>
       Array.from({ length: opts.pods }, (_, i) => i)
         .filter(only)

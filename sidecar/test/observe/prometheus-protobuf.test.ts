@@ -4,69 +4,21 @@
 // text format says, with native buckets that hold exactly the values recorded.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import protobuf from 'protobufjs';
 import { createMetricsObserver, type MetricsObserver } from '../../src/observe/metrics-observer.ts';
 import { Router } from '../../src/route/router.ts';
 import { NATIVE_ZERO_THRESHOLD, nativeBucket } from '../../src/observe/metric-cells.ts';
 import { acceptsProtobuf } from '../../src/observe/prometheus-protobuf.ts';
 import { endedCall } from './records.ts';
 import { scrape, scrapeBytes } from './scrape.ts';
+import { PROTOBUF_ACCEPT, decodeFamilies, type DecodedFamily, type DecodedHistogram } from '../../../test/support/prometheus-proto.ts';
 
-const ACCEPT = 'application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2';
-
-// client_model's metrics.proto, the fields rpcscope writes.
-const root = protobuf.Root.fromJSON({
-  nested: {
-    LabelPair: { fields: { name: { type: 'string', id: 1 }, value: { type: 'string', id: 2 } } },
-    Gauge: { fields: { value: { type: 'double', id: 1 } } },
-    Counter: { fields: { value: { type: 'double', id: 1 } } },
-    Bucket: { fields: { cumulativeCount: { type: 'uint64', id: 1 }, upperBound: { type: 'double', id: 2 } } },
-    BucketSpan: { fields: { offset: { type: 'sint32', id: 1 }, length: { type: 'uint32', id: 2 } } },
-    Histogram: {
-      fields: {
-        sampleCount: { type: 'uint64', id: 1 },
-        sampleSum: { type: 'double', id: 2 },
-        bucket: { rule: 'repeated', type: 'Bucket', id: 3 },
-        schema: { type: 'sint32', id: 5 },
-        zeroThreshold: { type: 'double', id: 6 },
-        zeroCount: { type: 'uint64', id: 7 },
-        positiveSpan: { rule: 'repeated', type: 'BucketSpan', id: 12 },
-        positiveDelta: { rule: 'repeated', type: 'sint64', id: 13 },
-      },
-    },
-    Metric: { fields: { label: { rule: 'repeated', type: 'LabelPair', id: 1 }, gauge: { type: 'Gauge', id: 2 }, counter: { type: 'Counter', id: 3 }, histogram: { type: 'Histogram', id: 7 } } },
-    MetricFamily: { fields: { name: { type: 'string', id: 1 }, help: { type: 'string', id: 2 }, type: { type: 'int32', id: 3 }, metric: { rule: 'repeated', type: 'Metric', id: 4 } } },
-  },
-});
-const MetricFamilyType = root.lookupType('MetricFamily');
-
-interface Decoded {
-  name: string;
-  help: string;
-  type: number;
-  metric: { label: { name: string; value: string }[]; gauge?: { value: number }; counter?: { value: number }; histogram?: DecodedHistogram }[];
-}
-interface DecodedHistogram {
-  sampleCount: number;
-  sampleSum: number;
-  bucket: { cumulativeCount: number; upperBound: number }[];
-  schema?: number;
-  zeroThreshold?: number;
-  zeroCount?: number;
-  positiveSpan: { offset: number; length: number }[];
-  positiveDelta: number[];
-}
+const ACCEPT = PROTOBUF_ACCEPT;
+type Decoded = DecodedFamily;
 
 async function protobufScrape(o: MetricsObserver): Promise<Map<string, Decoded>> {
   const { contentType, body } = await scrapeBytes(o, ACCEPT);
   assert.equal(contentType, 'application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited');
-  const reader = protobuf.Reader.create(body);
-  const families = new Map<string, Decoded>();
-  while (reader.pos < reader.len) {
-    const f = MetricFamilyType.toObject(MetricFamilyType.decodeDelimited(reader), { longs: Number, arrays: true, defaults: false }) as Decoded;
-    families.set(f.name, f);
-  }
-  return families;
+  return new Map(decodeFamilies(body).map((f) => [f.name, f]));
 }
 
 /** Native bucket index → count, from spans and deltas as Prometheus reads them. */
