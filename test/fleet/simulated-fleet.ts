@@ -158,6 +158,7 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
   const services = opts.services ?? SERVICES;
   const text = workloadExposition(opts.detail);
   const native = opts.histograms === 'native' ? await workloadProtobuf(opts.detail) : undefined;
+  const protobufBodies = new Map<number, { at: number; body: Buffer }>();
   const lines = template(text);
   // Rendered at each scrape: the value is exact at the sample's own timestamp (ms), so rate() over
   // any window reads the pod's rate exactly, whichever Prometheus scrapes it and when.
@@ -176,7 +177,12 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
     const server = createServer((req, res) => {
       if (req.url !== '/metrics') return void res.writeHead(404).end();
       if (native !== undefined && acceptsProtobuf(req.headers.accept)) {
-        const proto = scaledProtobuf(native, factor, Date.now());
+        // Encoded once a second for each rate (pods of one factor share it), dated that second:
+        // encoding every scrape of 1,000 pods would take this process more CPU than Prometheus.
+        const second = Math.floor(Date.now() / 1000) * 1000;
+        let cached = protobufBodies.get(factor);
+        if (cached?.at !== second) protobufBodies.set(factor, (cached = { at: second, body: scaledProtobuf(native, factor, second) }));
+        const proto = cached.body;
         return void res.writeHead(200, { 'content-type': PROTOBUF_CONTENT_TYPE, 'content-length': proto.length }).end(proto);
       }
       const body = render(factor, Date.now());
