@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { createMetricsObserver } from '../../sidecar/src/observe/metrics-observer.ts';
+import { createMetricsObserver, type MetricsObserver } from '../../sidecar/src/observe/metrics-observer.ts';
 import { Router } from '../../sidecar/src/route/router.ts';
 import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
 import { workloadCalls } from '../../sidecar/test/observe/series-workload.ts';
@@ -38,15 +38,21 @@ export function podLabels(i: number, services = SERVICES): { namespace: string; 
 /** How much faster than the base rate pod `i`'s counters grow: 1 to 4 by its rank in its service. */
 export const podFactor = (i: number, services = SERVICES): number => 1 + (Math.floor(i / services) % 4);
 
-/** What one sidecar serves after the workload, rendered by the observer the sidecar runs. */
-export function workloadExposition(detail: MetricsDetail): string {
-  const o = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail });
+/** The observer the sidecar runs, after the workload. */
+function workloadObserver(detail: MetricsDetail, histograms: 'classic' | 'native'): MetricsObserver {
+  const o = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail, histograms });
   for (const call of workloadCalls()) {
     const end = call.endTime;
     o.callStarted(call);
     call.endTime = end;
     o.callEnded(call);
   }
+  return o;
+}
+
+/** What one sidecar serves after the workload, rendered by the observer the sidecar runs. */
+export function workloadExposition(detail: MetricsDetail): string {
+  const o = workloadObserver(detail, 'classic');
   const text = o.render();
   void o.shutdown();
   return text;
@@ -54,13 +60,7 @@ export function workloadExposition(detail: MetricsDetail): string {
 
 /** What one sidecar with --histograms native serves a scraper that asks for protobuf after the workload. */
 export async function workloadProtobuf(detail: MetricsDetail): Promise<DecodedFamily[]> {
-  const o = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail, histograms: 'native' });
-  for (const call of workloadCalls()) {
-    const end = call.endTime;
-    o.callStarted(call);
-    call.endTime = end;
-    o.callEnded(call);
-  }
+  const o = workloadObserver(detail, 'native');
   const { body } = await scrapeBytes(o, PROTOBUF_ACCEPT);
   void o.shutdown();
   return decodeFamilies(body);
