@@ -76,7 +76,7 @@ export async function workloadProtobuf(detail: MetricsDetail): Promise<DecodedFa
 function scaledProtobuf(families: readonly DecodedFamily[], factor: number, ms: number): Buffer {
   const t = (ms - EPOCH_MS) / 1000;
   const k = Math.floor(factor * t);
-  const scale = (m: DecodedMetric, counter: boolean): DecodedMetric => {
+  const scale = (m: DecodedMetric): DecodedMetric => {
     const h = m.histogram;
     if (h !== undefined) {
       return {
@@ -92,10 +92,10 @@ function scaledProtobuf(families: readonly DecodedFamily[], factor: number, ms: 
         },
       };
     }
-    if (m.counter !== undefined && counter) return { label: m.label, timestampMs: ms, counter: { value: (m.counter.value * factor * t) / 60 } };
+    if (m.counter !== undefined) return { label: m.label, timestampMs: ms, counter: { value: (m.counter.value * factor * t) / 60 } };
     return { ...m, timestampMs: ms };
   };
-  return encodeFamilies(families.map((f) => ({ ...f, metric: f.metric.map((m) => scale(m, f.name !== 'process_start_time_seconds')) })));
+  return encodeFamilies(families.map((f) => ({ ...f, metric: f.metric.map(scale) })));
 }
 
 interface Line {
@@ -133,9 +133,9 @@ export interface SimulatedFleet {
   detail: MetricsDetail;
   /** `host:port` of pod `i`. */
   address(i: number): string;
-  /** Sample lines a pod serves (its series; the text's, with native histograms too). */
+  /** Sample lines of a pod's text exposition (its series, classic histograms counted bucket by bucket). */
   seriesPerPod: number;
-  /** Bytes of one pod's scrape. */
+  /** Bytes of one pod's scrape: its text, or its protobuf body where it serves native histograms. */
   bytesPerScrape: number;
   /** static_configs for every pod (or the pods `only` keeps), with their target labels. */
   staticConfigs(only?: (i: number) => boolean): { targets: string[]; labels: Record<string, string> }[];
@@ -200,7 +200,7 @@ export async function startSimulatedFleet(opts: { pods: number; detail: MetricsD
     pods: opts.pods,
     detail: opts.detail,
     address,
-    seriesPerPod: native === undefined ? lines.filter((l) => l.kind !== 'comment').length : native.reduce((n, f) => n + f.metric.length, 0),
+    seriesPerPod: lines.filter((l) => l.kind !== 'comment').length,
     bytesPerScrape: native === undefined ? Buffer.byteLength(text) : scaledProtobuf(native, 1, Date.now()).length,
     staticConfigs: (only = () => true) =>
       Array.from({ length: opts.pods }, (_, i) => i)
