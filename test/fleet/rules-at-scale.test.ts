@@ -1,8 +1,10 @@
 // The rules of deploy/prometheus on a fleet: one real Prometheus scraping N
-// simulated sidecars (100 gRPC methods x 3 codes + 20 REST routes each, at the
-// default detail `standard`) evaluates every rpcscope rule group within 10 % of
-// its interval (prometheus_rule_group_last_duration_seconds, the largest seen
-// over several evaluations), and the rules answer for every service.
+// simulated sidecars (100 gRPC methods x 3 codes + 20 REST routes each, every
+// other method's calls mostly with a deadline, at the default detail
+// `standard`) evaluates every rpcscope rule group within 10 % of its interval
+// (prometheus_rule_group_last_duration_seconds, the largest seen over several
+// evaluations), and the rules answer for every service: the skew, the
+// missing-deadline ratio per method, the deadline-miss ratio.
 //
 // Size: RPCSCOPE_FLEET_PODS (default 50, what `npm test` runs on its shared
 // 2-core machine; 1,000 is the fleet deploy/README.md's sizing table reports,
@@ -10,13 +12,20 @@
 // 1000`), scrape and evaluation interval RPCSCOPE_FLEET_INTERVAL seconds
 // (default 30, as deploy/README.md advises for fleets).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { parse } from 'yaml';
 import { RULES_FILE } from './fleet.ts';
-import { SERVICES, podFactor, ruleGroups, sleep, startFleetPrometheus, startSimulatedFleet, waitForCount, type FleetPrometheus, type SimulatedFleet } from './simulated-fleet.ts';
+import { SERVICES, podFactor, workloadExposition, ruleGroups, sleep, startFleetPrometheus, startSimulatedFleet, waitForCount, type FleetPrometheus, type SimulatedFleet } from './simulated-fleet.ts';
 
 const PODS = Number(process.env.RPCSCOPE_FLEET_PODS ?? 50);
 const INTERVAL = Number(process.env.RPCSCOPE_FLEET_INTERVAL ?? 30);
-const GROUPS = ['rpcscope.pod', 'rpcscope.recording', 'rpcscope.recording.long', 'rpcscope.alerts', 'rpcscope.alerts.long'];
+const GROUPS = ['rpcscope.pod', 'rpcscope.recording', 'rpcscope.recording.methods', 'rpcscope.recording.long', 'rpcscope.alerts', 'rpcscope.alerts.long'];
+
+/** The groups the rules file runs on their own interval (the rest run at the global one). */
+const INTERVALS = new Map(
+  (parse(readFileSync(RULES_FILE, 'utf8')) as { groups: { name: string; interval?: string }[] }).groups.flatMap((g) => (g.interval ? [[g.name, Number(/^(\d+)m$/.exec(g.interval)?.[1]) * 60] as const] : [])),
+);
 
 let fleet: SimulatedFleet;
 let prom: FleetPrometheus;
@@ -25,9 +34,9 @@ let watchedSeconds = 0;
 /** Per group: the longest evaluation seen, its interval, the iterations missed while watched. */
 const seen = new Map<string, { longest: number; interval: number; missed: number; evaluations: number }>();
 
-describe(`rules at scale: ${PODS} pods x 100 methods at standard, ${INTERVAL} s interval`, { timeout: 30 * 60_000 }, () => {
+describe(`rules at scale: ${PODS} pods x 100 methods at standard, deadlines on half, ${INTERVAL} s interval`, { timeout: 30 * 60_000 }, () => {
   before(async () => {
-    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard' });
+    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard', deadlines: true });
     prom = await startFleetPrometheus('rules-at-scale', {
       global: { scrape_interval: `${INTERVAL}s`, scrape_timeout: `${INTERVAL - 1}s`, evaluation_interval: `${INTERVAL}s` },
       rule_files: [RULES_FILE],
@@ -71,7 +80,7 @@ describe(`rules at scale: ${PODS} pods x 100 methods at standard, ${INTERVAL} s 
   it('evaluates every rpcscope rule group in at most 10 % of its interval, missing no iteration', () => {
     assert.deepEqual([...seen.keys()].sort(), [...GROUPS].sort());
     for (const [name, g] of seen) {
-      assert.equal(g.interval, name.endsWith('.long') ? 60 : INTERVAL, name);
+      assert.equal(g.interval, INTERVALS.get(name) ?? INTERVAL, name);
       assert.ok(g.evaluations >= 2, `${name}: ${g.evaluations} evaluations watched`);
       assert.ok(g.longest <= 0.1 * g.interval, `${name} took ${(g.longest * 1000).toFixed(0)} ms of its ${g.interval} s interval`);
       assert.equal(g.missed, 0, `${name} missed ${g.missed} iterations`);
@@ -98,7 +107,22 @@ describe(`rules at scale: ${PODS} pods x 100 methods at standard, ${INTERVAL} s 
     const perService = new Map<string, number>();
     for (const r of ratios) perService.set(r.metric.service ?? '', (perService.get(r.metric.service ?? '') ?? 0) + 1);
     assert.deepEqual(services.filter((s) => (perService.get(s) ?? 0) < 100), [], `services with fewer than 100 per-method ratios (${ratios.length} in all)`);
-    // The simulated sidecars' gRPC calls carry no deadline: every method is past the alert's 50 %.
-    for (const r of ratios) assert.ok(Number(r.value[1]) > 0.5, JSON.stringify(r));
+    // On every other method two calls in three carry a deadline (the calls without a deadline
+    // plus those with one, added); on the rest none does (the calls without a deadline alone).
+    for (const r of ratios) {
+      const i = Number(/GetItem(\d+)$/.exec(r.metric.method ?? '')?.[1]);
+      assert.ok(Math.abs(Number(r.value[1]) - (i % 2 === 0 ? 1 / 3 : 1)) < 1e-9, JSON.stringify(r));
+    }
+  });
+
+  it('answers the deadline-miss ratio of every service as the sidecars\' own histograms give it', async () => {
+    // What each simulated sidecar exports: calls with a deadline, and those that ended within it.
+    const lines = workloadExposition('standard', { deadlines: true }).split('\n');
+    const total = (re: RegExp): number => lines.filter((l) => re.test(l)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    const want = 1 - total(/^rpcscope_deadline_used_ratio_bucket\{.*le="1"/) / total(/^rpcscope_deadline_used_ratio_count\{/);
+    assert.ok(want > 0 && want < 1, `the workload misses ${want} of its deadlines`);
+    const misses = await prom.query('namespace_service_protocol:rpcscope_deadline_used_ratio:miss_ratio5m');
+    assert.equal(misses.length, Math.min(PODS, SERVICES), JSON.stringify(misses.slice(0, 3)));
+    for (const m of misses) assert.ok(Math.abs(Number(m.value[1]) - want) < 1e-9, `${JSON.stringify(m)}: want ${want}`);
   });
 });

@@ -8,9 +8,11 @@
 // counters growing. Prints active series, samples per second, memory, scrape
 // duration and each rule group's evaluation time against its interval;
 // asserts nothing (test/fleet/rules-at-scale.test.ts does).
-//   node --import tsx test/fleet/series-fleet.ts [--pods 1000] [--detail standard] [--rounds 4] [--interval 30] [--histograms native]
+//   node --import tsx test/fleet/series-fleet.ts [--pods 1000] [--detail standard] [--rounds 4] [--interval 30] [--histograms native] [--deadlines]
 // --histograms native: the pods serve native histograms (as sidecars with --histograms native) to a
 // Prometheus started with --enable-feature=native-histograms, which asks for the protobuf exposition.
+// --deadlines: on every other method two calls in three carry a deadline, so the pods also export the two
+// deadline histograms the rules read for those methods (as a fleet whose callers set some).
 // --rounds counts the intervals watched after the start (all targets up, then two intervals).
 import { parseArgs } from 'node:util';
 import type { MetricsDetail } from '../../sidecar/src/config/schema.ts';
@@ -24,6 +26,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '4' },
     interval: { type: 'string', default: '30' },
     histograms: { type: 'string', default: 'classic' },
+    deadlines: { type: 'boolean', default: false },
   },
 });
 if (args.histograms !== 'classic' && args.histograms !== 'native') throw new Error(`--histograms: classic or native, not ${args.histograms}`);
@@ -32,7 +35,8 @@ const pods = Number(args.pods);
 const detail = args.detail as MetricsDetail;
 const intervalS = Number(args.interval);
 
-const fleet = await startSimulatedFleet({ pods, detail, histograms });
+const deadlines = args.deadlines;
+const fleet = await startSimulatedFleet({ pods, detail, histograms, deadlines });
 const prom = await startFleetPrometheus('series-fleet', {
   global: { scrape_interval: `${intervalS}s`, scrape_timeout: `${Math.max(1, intervalS - 1)}s`, evaluation_interval: `${intervalS}s` },
   rule_files: [RULES_FILE],
@@ -70,6 +74,12 @@ const longestOf = (list: { ms: number }[]): number => Math.max(0, ...list.map((e
 const targets = (await (await fetch(`${prom.url}/api/v1/targets?state=active`)).json()) as { data: { activeTargets: { health: string; lastError: string }[] } };
 const errors = new Map<string, number>();
 for (const t of targets.data.activeTargets) if (t.health !== 'up') errors.set(t.lastError || t.health, (errors.get(t.lastError || t.health) ?? 0) + 1);
+// The rules that took longest at their group's last evaluation: where a group's time goes.
+const rules = (await (await fetch(`${prom.url}/api/v1/rules`)).json()) as { data: { groups: { name: string; rules: { name: string; evaluationTime: number }[] }[] } };
+const slowest = rules.data.groups
+  .flatMap((g) => g.rules.map((r) => ({ rule: `${g.name}: ${r.name}`, ms: Math.round(r.evaluationTime * 1000) })))
+  .sort((a, b) => b.ms - a.ms)
+  .slice(0, 6);
 const m = await prom.own();
 const pick = (name: string): number => m.get(name) ?? NaN;
 const samplesPerRound = await value('sum(scrape_samples_scraped{job="rpcscope"})');
@@ -77,6 +87,7 @@ const figures = {
   pods,
   detail,
   histograms,
+  deadlines,
   interval_s: intervalS,
   // As Prometheus counted them (a native histogram is one).
   series_per_pod: Math.round(samplesPerRound / pods),
@@ -100,6 +111,7 @@ const figures = {
       return [k, `${l} ms (${share(l, interval)} of ${interval} s) over ${settled.length} evaluations, ${missed} iterations missed; at the start ${longestOf(start)} ms`];
     }),
   ),
+  slowest_rules_last_evaluation: Object.fromEntries(slowest.map((r) => [r.rule, `${r.ms} ms`])),
   scrape_errors: Object.fromEntries(errors),
   all_up_after_s: allUp,
   ran_s: Math.round((Date.now() - started) / 1000),

@@ -2,7 +2,7 @@
 // each pod is its own HTTP listener (127.0.0.1, its own port, as each pod has
 // its own IP in Kubernetes, so that `hashmod` on `__address__` spreads them)
 // serving the exposition the sidecar's metrics observer renders for the
-// series-budget workload (100 gRPC methods x 3 codes + 20 REST routes) at a
+// series-budget workload (100 gRPC methods x 3 codes + 20 REST routes, or fewer methods) at a
 // detail level. Counters grow linearly with time, at a rate that differs by
 // pod within a service (1x, 2x, 3x, 4x, ...), so that rates, shares and skews
 // are non-zero and the same whichever Prometheus scrapes them and when: each
@@ -38,10 +38,13 @@ export function podLabels(i: number, services = SERVICES): { namespace: string; 
 /** How much faster than the base rate pod `i`'s counters grow: 1 to 4 by its rank in its service. */
 export const podFactor = (i: number, services = SERVICES): number => 1 + (Math.floor(i / services) % 4);
 
+/** What the simulated pods have served: `methods` gRPC methods (default the workload's 100), some calls with a deadline. */
+export interface Workload { methods?: number; deadlines?: boolean }
+
 /** The observer the sidecar runs, after the workload. */
-function workloadObserver(detail: MetricsDetail, histograms: 'classic' | 'native'): MetricsObserver {
+function workloadObserver(detail: MetricsDetail, histograms: 'classic' | 'native', workload: Workload): MetricsObserver {
   const o = createMetricsObserver({ router: new Router({ maxMethods: 100 }), env: {}, detail, histograms });
-  for (const call of workloadCalls()) {
+  for (const call of workloadCalls(workload.methods, { deadlines: workload.deadlines })) {
     const end = call.endTime;
     o.callStarted(call);
     call.endTime = end;
@@ -51,16 +54,16 @@ function workloadObserver(detail: MetricsDetail, histograms: 'classic' | 'native
 }
 
 /** What one sidecar serves after the workload, rendered by the observer the sidecar runs. */
-export function workloadExposition(detail: MetricsDetail): string {
-  const o = workloadObserver(detail, 'classic');
+export function workloadExposition(detail: MetricsDetail, workload: Workload = {}): string {
+  const o = workloadObserver(detail, 'classic', workload);
   const text = o.render();
   void o.shutdown();
   return text;
 }
 
 /** What one sidecar with --histograms native serves a scraper that asks for protobuf after the workload. */
-export async function workloadProtobuf(detail: MetricsDetail): Promise<DecodedFamily[]> {
-  const o = workloadObserver(detail, 'native');
+export async function workloadProtobuf(detail: MetricsDetail, workload: Workload = {}): Promise<DecodedFamily[]> {
+  const o = workloadObserver(detail, 'native', workload);
   const { body } = await scrapeBytes(o, PROTOBUF_ACCEPT);
   void o.shutdown();
   return decodeFamilies(body);
@@ -150,14 +153,15 @@ const EPOCH_MS = Date.now() - 86_400_000;
 
 /**
  * `services`: how many services the pods are spread over (pod i in service i % services); default 100.
+ * `methods`, `deadlines`: what each pod has served (Workload).
  * `histograms: 'native'`: a scraper that asks for protobuf (Prometheus with
  * --enable-feature=native-histograms) gets native histograms, as from sidecars
  * with --histograms native; others get the text.
  */
-export async function startSimulatedFleet(opts: { pods: number; detail: MetricsDetail; services?: number; histograms?: 'classic' | 'native' }): Promise<SimulatedFleet> {
+export async function startSimulatedFleet(opts: { pods: number; detail: MetricsDetail; services?: number; histograms?: 'classic' | 'native' } & Workload): Promise<SimulatedFleet> {
   const services = opts.services ?? SERVICES;
-  const text = workloadExposition(opts.detail);
-  const native = opts.histograms === 'native' ? await workloadProtobuf(opts.detail) : undefined;
+  const text = workloadExposition(opts.detail, opts);
+  const native = opts.histograms === 'native' ? await workloadProtobuf(opts.detail, opts) : undefined;
   const protobufBodies = new Map<number, { at: number; body: Buffer }>();
   const lines = template(text);
   // Rendered at each scrape: the value is exact at the sample's own timestamp (ms), so rate() over
