@@ -12,7 +12,12 @@
 // relabelling (the sidecar's admin port, namespace/service/pod, the shard) is
 // the shipped one. Size: RPCSCOPE_SHARD_PODS (default 40, four a service, what
 // `npm test` runs: five Prometheus processes share the test machine),
-// interval RPCSCOPE_FLEET_INTERVAL seconds (default 15).
+// interval RPCSCOPE_FLEET_INTERVAL seconds (default 15), gRPC methods a pod
+// RPCSCOPE_SHARD_METHODS (default the workload's 100). Sharding splits
+// targets, not series: 1,000 pods at 10 methods (641 series each) test it at
+// fleet size in memory this machine has, where 1,000 pods at 100 methods
+// would hold 2.4 M series in each of the receiver and the single Prometheus
+// (deploy/README.md, "Remote-write queue for 1,000 pods").
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +34,8 @@ const PODS = Number(process.env.RPCSCOPE_SHARD_PODS ?? 40);
 /** Four pods a service, so that a service's pods are spread over the agents and only the store sees them all. */
 const SERVICES = Math.ceil(PODS / 4);
 const INTERVAL = Number(process.env.RPCSCOPE_FLEET_INTERVAL ?? 15);
+const METHODS = Number(process.env.RPCSCOPE_SHARD_METHODS ?? 100);
+if (!Number.isInteger(METHODS) || METHODS < 1 || METHODS > 100) throw new Error(`RPCSCOPE_SHARD_METHODS: a whole number from 1 to 100, not ${process.env.RPCSCOPE_SHARD_METHODS}`);
 const PROM_DIR = join(REPO_ROOT, 'deploy', 'prometheus');
 const SHARDED = join(PROM_DIR, 'sharded');
 const AGENT_FILES = readdirSync(SHARDED).filter((f) => /^agent-\d+\.yml$/.test(f)).sort();
@@ -81,9 +88,9 @@ function fileSdJob(job: ScrapeJob, sdFile: string): ScrapeJob {
 
 const intervals = { scrape_interval: `${INTERVAL}s`, scrape_timeout: `${INTERVAL - 1}s`, evaluation_interval: `${INTERVAL}s` };
 
-describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over ${PODS} pods`, { timeout: 30 * 60_000 }, () => {
+describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over ${PODS} pods x ${METHODS} methods`, { timeout: 30 * 60_000 }, () => {
   before(async () => {
-    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard', services: SERVICES });
+    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard', services: SERVICES, methods: METHODS });
     dir = mkdtempSync(join(tmpdir(), 'rpcscope-sharded-'));
     // The labels the pod role would give each pod's admin port.
     const sdFile = join(dir, 'pods.json');
@@ -137,7 +144,7 @@ describe(`sharded scraping and remote-write: ${AGENT_FILES.length} agents over $
     await sleep(5 * 60_000 + 3 * INTERVAL * 1000);
     at = Date.now() / 1000 - 2 * INTERVAL;
     // What the agents report about their remote-write queues, for deploy/README.md's sizing table.
-    const figures: Record<string, unknown> = { pods: PODS, interval_s: INTERVAL, agents: AGENT_FILES.length };
+    const figures: Record<string, unknown> = { pods: PODS, methods: METHODS, series_per_pod: fleet.seriesPerPod, interval_s: INTERVAL, agents: AGENT_FILES.length };
     for (const [i, a] of agents.entries()) {
       const own = await a.own();
       const sum = (name: string): number => [...own].filter(([k]) => k === name || k.startsWith(`${name}{`)).reduce((n, [, v]) => n + v, 0);
