@@ -16,10 +16,12 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { RULES_FILE } from './fleet.ts';
-import { SERVICES, podFactor, workloadExposition, ruleGroups, sleep, startFleetPrometheus, startSimulatedFleet, waitForCount, type FleetPrometheus, type SimulatedFleet } from './simulated-fleet.ts';
+import { SERVICES, podFactor, workloadExposition, ruleGroups, sleep, startFleetPrometheus, startSimulatedFleet, waitForCount, type FleetPrometheus, type SimulatedFleet, type Workload } from './simulated-fleet.ts';
 
 const PODS = Number(process.env.RPCSCOPE_FLEET_PODS ?? 50);
 const INTERVAL = Number(process.env.RPCSCOPE_FLEET_INTERVAL ?? 30);
+/** What every simulated sidecar has served: the series-budget workload, deadlines on every other method. */
+const WORKLOAD: Workload = { deadlines: true };
 const GROUPS = ['rpcscope.pod', 'rpcscope.recording', 'rpcscope.recording.methods', 'rpcscope.recording.long', 'rpcscope.alerts', 'rpcscope.alerts.long'];
 
 /** The groups the rules file runs on their own interval (the rest run at the global one). */
@@ -36,7 +38,7 @@ const seen = new Map<string, { longest: number; interval: number; missed: number
 
 describe(`rules at scale: ${PODS} pods x 100 methods at standard, deadlines on half, ${INTERVAL} s interval`, { timeout: 30 * 60_000 }, () => {
   before(async () => {
-    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard', deadlines: true });
+    fleet = await startSimulatedFleet({ pods: PODS, detail: 'standard', ...WORKLOAD });
     prom = await startFleetPrometheus('rules-at-scale', {
       global: { scrape_interval: `${INTERVAL}s`, scrape_timeout: `${INTERVAL - 1}s`, evaluation_interval: `${INTERVAL}s` },
       rule_files: [RULES_FILE],
@@ -117,7 +119,7 @@ describe(`rules at scale: ${PODS} pods x 100 methods at standard, deadlines on h
 
   it('answers the deadline-miss ratio of every service as the sidecars\' own histograms give it', async () => {
     // What each simulated sidecar exports: calls with a deadline, and those that ended within it.
-    const lines = workloadExposition('standard', { deadlines: true }).split('\n');
+    const lines = workloadExposition('standard', WORKLOAD).split('\n');
     const total = (re: RegExp): number => lines.filter((l) => re.test(l)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     const want = 1 - total(/^rpcscope_deadline_used_ratio_bucket\{.*le="1"/) / total(/^rpcscope_deadline_used_ratio_count\{/);
     assert.ok(want > 0 && want < 1, `the workload misses ${want} of its deadlines`);

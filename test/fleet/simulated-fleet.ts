@@ -2,9 +2,10 @@
 // each pod is its own HTTP listener (127.0.0.1, its own port, as each pod has
 // its own IP in Kubernetes, so that `hashmod` on `__address__` spreads them)
 // serving the exposition the sidecar's metrics observer renders for the
-// series-budget workload (100 gRPC methods x 3 codes + 20 REST routes, or fewer methods) at a
-// detail level. Counters grow linearly with time, at a rate that differs by
-// pod within a service (1x, 2x, 3x, 4x, ...), so that rates, shares and skews
+// series-budget workload (100 gRPC methods x 3 codes + 20 REST routes; fewer
+// methods, or deadlines, on request) at a detail level. Counters grow
+// linearly with time, at a rate that differs by pod within a service (1x, 2x,
+// 3x, 4x, ...), so that rates, shares and skews
 // are non-zero and the same whichever Prometheus scrapes them and when: each
 // sample carries its timestamp (ms), and its value is exactly the pod's rate
 // times that timestamp. Also: real Prometheus processes (server,
