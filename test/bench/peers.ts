@@ -50,7 +50,7 @@ export interface Target {
 export interface Peer {
   /** The row's name. */
   name: string;
-  /** What `--only` matches (relay, terminate, floor, nginx, haproxy, nghttpx, direct). */
+  /** What `--only` matches (relay, terminate, floor, pipe, nginx, haproxy, nghttpx, direct). */
   key: string;
   /** The Node version it runs on, for Node rows. */
   node?: string;
@@ -177,23 +177,30 @@ export function rpcscopeOutbound(dataPlane: 'relay' | 'terminate', nodeVersion: 
   };
 }
 
-export function nodeFloor(nodeVersion: string, nodeBin: string): Peer {
-  const script = fileURLToPath(new URL('node-floor.ts', import.meta.url));
+/** A bench script beside this file (node-floor.ts, node-pipe.ts) run on `nodeBin` as a proxy: argv `frontend upstream cert key`, its URL on stdout. */
+function nodeScript(name: string, key: string, file: string, nodeVersion: string, nodeBin: string): Peer {
+  const script = fileURLToPath(new URL(file, import.meta.url));
   return {
-    name: 'node:http2 floor',
-    key: 'floor',
+    name,
+    key,
     node: nodeVersion,
     start: async (route, ctx) => {
       const proc = spawn(nodeBin, ['--import', 'tsx', script, route.frontend, route.upstream, ctx.certFile, ctx.keyFile], { stdio: ['ignore', 'pipe', 'inherit'], cwd: dirname(script) });
       const url = await new Promise<string>((resolve, reject) => {
         proc.stdout!.once('data', (d) => resolve(String(d).trim()));
-        proc.once('exit', (code) => reject(new Error(`node-floor exited ${code}`)));
+        proc.once('exit', (code) => reject(new Error(`${file} exited ${code}`)));
       });
       pin(proc.pid!, ctx);
       return { url, pid: proc.pid, stop: () => stopProcess(proc, 'SIGTERM') };
     },
   };
 }
+
+/** The minimal node:http2 (node:http) pass-through: the floor of a proxy on Node's HTTP stacks. */
+export const nodeFloor = (nodeVersion: string, nodeBin: string): Peer => nodeScript('node:http2 floor', 'floor', 'node-floor.ts', nodeVersion, nodeBin);
+
+/** A 1:1 byte pipe on net.Socket, nothing parsed: the floor of any relay on Node. */
+export const nodePipe = (nodeVersion: string, nodeBin: string): Peer => nodeScript('Node byte pipe', 'pipe', 'node-pipe.ts', nodeVersion, nodeBin);
 
 /** nginx: grpc_pass for HTTP/2 routes, proxy_pass with upstream keep-alive for HTTP/1.1; one worker; several endpoints in round robin (its default). */
 export const nginx: Peer = {

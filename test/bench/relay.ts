@@ -1,9 +1,10 @@
 // The load benchmark: rpcscope's inbound data planes against the proxies a user
 // would pick instead, side by side in one run, on fast upstreams (nghttpd for
 // HTTP/2, a static nginx for HTTP/1.1) so the proxy's cost is what differs.
-// Rows: direct, rpcscope relay and terminate and the minimal node:http2
-// pass-through (each on Node 20, this `node`, and Node 24 from the npm
-// registry), nginx (grpc_pass / proxy_pass), HAProxy (proto h2) and nghttpx.
+// Rows: direct, rpcscope relay and terminate, the minimal node:http2
+// pass-through and a 1:1 byte pipe on net.Socket, Node's floor for any relay
+// (each on Node 20, this `node`, and Node 24 from the npm registry), nginx
+// (grpc_pass / proxy_pass), HAProxy (proto h2) and nghttpx.
 // Workloads: gRPC unary 256 B (h2c, and TLS), the demo's 18-field order as
 // gRPC and as REST JSON over HTTP/1.1, a 1,000-message server stream. Each
 // proxy is pinned to core 0 and h2load to core 1; a proxy's CPU comes from
@@ -23,7 +24,7 @@
 //
 // --quick: 5,000 calls at saturation, 2 s at 1,000 calls/s, one round (minutes on a quiet machine).
 // --only: the peers (direct, relay, terminate, relay-traced, terminate-traced,
-// relay-otlp, terminate-otlp, floor, nginx, haproxy, nghttpx; the traced ones with
+// relay-otlp, terminate-otlp, floor, pipe, nginx, haproxy, nghttpx; the traced ones with
 // tracing on, spans to a sink; the otlp ones with OTLP metrics pushed to a sink every second)
 // and workloads (grpc-256, grpc-256-tls, grpc-order, rest-order-h1, stream-1000)
 // to run; a list naming no peer keeps every peer, and likewise for workloads.
@@ -43,7 +44,7 @@ import { loadTable, rowName, rssTable, summarize, type Phase, type RssRow, type 
 import { h2load } from './h2load.ts';
 import { countSyscalls, straceInstalled } from './syscalls.ts';
 import { node24 } from './node24.ts';
-import { direct, haproxy, nghttpx, nginx, nodeFloor, rpcscope, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
+import { direct, haproxy, nghttpx, nginx, nodeFloor, nodePipe, rpcscope, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, startStaticNginx, type Upstream } from './upstreams.ts';
 import { STREAM_MESSAGES, workloads, writeFiles, type Workload } from './workloads.ts';
 
@@ -95,6 +96,7 @@ const allPeers: Peer[] = [
     rpcscope('terminate', n.version, n.bin, 'otlp-metrics'),
   ]),
   ...nodes.map((n) => nodeFloor(n.version, n.bin)),
+  ...nodes.map((n) => nodePipe(n.version, n.bin)),
   nginx,
   haproxy,
   nghttpx,
