@@ -135,13 +135,13 @@ interface Lines {
   fields: HeadField[];
 }
 
-/** Splits a head (each line ending in CRLF, the last line empty) into its start line and fields. */
-function lines(raw: Buffer, request: boolean): Lines {
-  const first = raw.indexOf(LF);
-  if (raw.indexOf(CR) !== first - 1) throw new H1Error('bare_cr');
-  const start = raw.toString('latin1', 0, first - 1);
+/**
+ * The field lines of a head from `at` (each ending in CRLF, the last line
+ * empty), checking each step apart: the reading that names what is wrong with a
+ * head, taken whenever `readFields` meets a byte it does not expect.
+ */
+export function readFieldsChecked(raw: Buffer, at: number, request: boolean): HeadField[] {
   const fields: HeadField[] = [];
-  let at = first + 1;
   for (;;) {
     const lf = raw.indexOf(LF, at);
     if (lf === at + 1) break; // the empty line
@@ -160,7 +160,72 @@ function lines(raw: Buffer, request: boolean): Lines {
     fields.push({ name: name.toLowerCase(), value: raw.toString('latin1', vs, ve), start: at, end: lf + 1 });
     at = lf + 1;
   }
-  return { start, fields };
+  return fields;
+}
+
+/**
+ * Field names read on most calls, each kept as one string: a field whose name
+ * matches one (in any case) is given it, so reading the name allocates nothing
+ * and comparisons with it are of one string.
+ */
+const KNOWN_NAMES = [
+  'accept', 'accept-encoding', 'accept-language', 'accept-ranges', 'access-control-allow-origin', 'authorization', 'cache-control',
+  'connection', 'content-encoding', 'content-length', 'content-type', 'cookie', 'date', 'etag', 'expect', 'expires', 'host',
+  'if-modified-since', 'if-none-match', 'keep-alive', 'last-modified', 'location', 'origin', 'pragma', 'referer', 'server',
+  'set-cookie', 'te', 'traceparent', 'tracestate', 'transfer-encoding', 'upgrade', 'user-agent', 'vary', 'x-forwarded-for',
+  'x-request-id',
+];
+const NAMES_BY_LENGTH: string[][] = [];
+for (const name of KNOWN_NAMES) (NAMES_BY_LENGTH[name.length] ??= []).push(name);
+
+/** The lowercased name of the field whose name (all tchar) is raw[start, end). */
+function fieldName(raw: Buffer, start: number, end: number): string {
+  const known = NAMES_BY_LENGTH[end - start];
+  if (known !== undefined) {
+    for (const name of known) {
+      let i = 0;
+      for (; start + i < end; i++) {
+        const b = raw[start + i]!;
+        // tchar's letters are ASCII: A-Z lowercase by their 0x20 bit, as toLowerCase does.
+        if ((b >= 0x41 && b <= 0x5a ? b | 0x20 : b) !== name.charCodeAt(i)) break;
+      }
+      if (start + i === end) return name;
+    }
+  }
+  return raw.toString('latin1', start, end).toLowerCase();
+}
+
+/**
+ * The field lines of a head from `at`, in one pass over each line's bytes; or
+ * undefined at the first byte it does not expect, for `readFieldsChecked` to
+ * read the head again and give the same fields or the error that names the fault.
+ */
+export function readFields(raw: Buffer, at: number): HeadField[] | undefined {
+  const fields: HeadField[] = [];
+  for (;;) {
+    if (raw[at] === CR && raw[at + 1] === LF) return fields; // the empty line
+    // field-name ":" OWS field-value OWS CRLF, the name all tchar (so neither ':' nor whitespace), the value all field-value bytes.
+    let i = at;
+    while (TCHAR[raw[i]!] === 1) i++;
+    if (i === at || raw[i] !== COLON) return undefined;
+    const nameEnd = i++;
+    while (raw[i] === SP || raw[i] === HTAB) i++;
+    const vs = i;
+    while (FIELD_VALUE[raw[i]!] === 1) i++;
+    if (raw[i] !== CR || raw[i + 1] !== LF) return undefined;
+    let ve = i;
+    while (ve > vs && (raw[ve - 1] === SP || raw[ve - 1] === HTAB)) ve--;
+    fields.push({ name: fieldName(raw, at, nameEnd), value: raw.toString('latin1', vs, ve), start: at, end: i + 2 });
+    at = i + 2;
+  }
+}
+
+/** Splits a head (each line ending in CRLF, the last line empty) into its start line and fields. */
+function splitHead(raw: Buffer, request: boolean): Lines {
+  const first = raw.indexOf(LF);
+  if (raw.indexOf(CR) !== first - 1) throw new H1Error('bare_cr');
+  const start = raw.toString('latin1', 0, first - 1);
+  return { start, fields: readFields(raw, first + 1) ?? readFieldsChecked(raw, first + 1, request) };
 }
 
 /** The comma-separated members of every field named `name`, trimmed, empty ones dropped (RFC 9110 §5.6.1). */
@@ -186,8 +251,11 @@ function version(text: string, reason: 'request_line' | 'status_line'): number {
   return minor;
 }
 
-function connectionOf(fields: readonly HeadField[], minor: number): { connection: string[]; keepAlive: boolean } {
-  const connection = listMembers(fields, 'connection').map((t) => t.toLowerCase());
+/** A head's Connection options when it has no Connection field, as most responses and many requests: one list for all. */
+const NO_OPTIONS: readonly string[] = Object.freeze([]);
+
+function connectionOf(fields: readonly HeadField[], minor: number): { connection: readonly string[]; keepAlive: boolean } {
+  const connection = fields.some((f) => f.name === 'connection') ? listMembers(fields, 'connection').map((t) => t.toLowerCase()) : NO_OPTIONS;
   const keepAlive = minor >= 1 ? !connection.includes('close') : connection.includes('keep-alive');
   return { connection, keepAlive };
 }
@@ -219,7 +287,7 @@ function endsInChunked(codings: string[]): boolean {
 
 /** Parses a request head `HeadReader` read. Throws H1Error, whose status the request is answered with. */
 export function parseRequestHead(raw: Buffer): RequestHead {
-  const { start, fields } = lines(raw, true);
+  const { start, fields } = splitHead(raw, true);
   const sp1 = start.indexOf(' ');
   const sp2 = start.indexOf(' ', sp1 + 1);
   if (sp1 <= 0 || sp2 < 0 || start.indexOf(' ', sp2 + 1) >= 0) throw new H1Error('request_line');
@@ -234,11 +302,11 @@ export function parseRequestHead(raw: Buffer): RequestHead {
   for (const f of fields) if (f.name === 'host') hosts++;
   if (hosts > 1 || (minor >= 1 && hosts === 0)) throw new H1Error('host');
 
-  const codings = listMembers(fields, 'transfer-encoding');
   const hasTe = fields.some((f) => f.name === 'transfer-encoding');
   const length = contentLength(fields, 'content_length');
   let framing: BodyFraming;
   if (hasTe) {
+    const codings = listMembers(fields, 'transfer-encoding');
     if (length !== undefined) throw new H1Error('cl_and_te');
     if (minor === 0 || !endsInChunked(codings)) throw new H1Error('transfer_encoding', codings.join(', '));
     framing = CHUNKED;
@@ -246,7 +314,7 @@ export function parseRequestHead(raw: Buffer): RequestHead {
 
   const { connection, keepAlive } = connectionOf(fields, minor);
   const upgrades = connection.includes('upgrade') ? listMembers(fields, 'upgrade') : [];
-  const expect = listMembers(fields, 'expect');
+  const expect = fields.some((f) => f.name === 'expect') ? listMembers(fields, 'expect') : NO_OPTIONS;
   return {
     raw,
     fields,
@@ -263,7 +331,7 @@ export function parseRequestHead(raw: Buffer): RequestHead {
 
 /** Parses a response head. A response the client could not read as the app meant it throws H1Error (`status_line`). */
 export function parseResponseHead(raw: Buffer): ResponseHead {
-  const { start, fields } = lines(raw, false);
+  const { start, fields } = splitHead(raw, false);
   const sp1 = start.indexOf(' ');
   if (sp1 < 0) throw new H1Error('status_line');
   const minor = version(start.slice(0, sp1), 'status_line');

@@ -9,11 +9,12 @@
 // Findings: any exception but H1Error (the parser's documented refusal); a
 // result (requests, bodies, payloads, or the refusal's reason) that depends on
 // how the bytes were cut; heads and bodies that are not the input's own bytes,
-// in order; a payload larger than the body that carried it.
+// in order; a payload larger than the body that carried it; the one-pass field
+// reader (readFields) reading fields otherwise than the checked one.
 import assert from 'node:assert/strict';
 import { piecesOf, type FuzzTarget } from '../engine.ts';
 import { H1Error } from '../../../src/h1/h1-error.ts';
-import { HeadReader, parseResponseHead, responseFraming } from '../../../src/h1/message-head.ts';
+import { HeadReader, parseResponseHead, responseFraming, readFields, readFieldsChecked } from '../../../src/h1/message-head.ts';
 import { readRequests } from '../../support/h1-read.ts';
 
 type Outcome = { refused: string } | { reads: Array<[string, string, string, number]> };
@@ -58,7 +59,14 @@ export const target: FuzzTarget = {
     // The same bytes as a response head, framed for a GET.
     const reader = new HeadReader(16 * 1024);
     try {
-      if (reader.read(bytes, 0) >= 0) responseFraming(parseResponseHead(reader.take()), 'GET');
+      if (reader.read(bytes, 0) >= 0) {
+        const raw = reader.take();
+        // Fields the one-pass reader reads are those the reading that checks each step apart gives.
+        const at = raw.indexOf(0x0a) + 1;
+        const fast = readFields(raw, at);
+        if (fast !== undefined) assert.deepEqual(fast, readFieldsChecked(raw, at, false), 'readFields and readFieldsChecked differ');
+        responseFraming(parseResponseHead(raw), 'GET');
+      }
     } catch (err) {
       if (!(err instanceof H1Error)) throw err;
     }
