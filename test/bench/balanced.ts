@@ -8,8 +8,9 @@
 // each call (--outbound-data-plane terminate, node:http2), both with
 // --balance round_robin; nginx (grpc_pass to an upstream block of the three,
 // keepalive), HAProxy (three server lines, proto h2, balance roundrobin) and
-// nghttpx (three -b backends, proto=h2). Each proxy is pinned to core 0 and
-// h2load to core 1; the endpoints are not pinned. A proxy's CPU comes from
+// nghttpx (three -b backends, proto=h2); and a 1:1 byte pipe on net.Socket
+// to the first endpoint (--only pipe), Node's floor. Each proxy is pinned to
+// core 0 and h2load to core 1; the endpoints are not pinned. A proxy's CPU comes from
 // /proc/<pid>/stat (utime + stime). Three loads: saturation, 2,000 calls/s
 // spread over 8 connections with one call at a time on each, and one call at a
 // time (c=1), whose median latency less the direct one is the latency the
@@ -31,7 +32,7 @@
 // Figures to compare, not assertions.
 //
 //   node --import tsx test/bench/balanced.ts [--rounds 3] [--calls 20000] [--rate 2000]
-//       [--quick] [--only balanced,terminate,nginx,haproxy,nghttpx] [--no-pin]
+//       [--quick] [--only balanced,terminate,pipe,nginx,haproxy,nghttpx] [--no-pin]
 //
 // --quick: 5,000 calls at saturation, 2 s of the spread load, one round.
 // --only: the peers to run (direct always runs: it is the latency base and the bytes per call).
@@ -48,7 +49,7 @@ import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 import { bytesWritten, checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupted, loadAverage, machine } from './bench-stats.ts';
 import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
-import { direct, haproxy, nghttpx, nginx, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
+import { direct, haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, type Upstream } from './upstreams.ts';
 import { workloads, writeFiles } from './workloads.ts';
 
@@ -78,7 +79,9 @@ const files = writeFiles(work);
 const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
 const node = process.versions.node.split('.')[0]!;
 
-const allPeers: Peer[] = [direct, rpcscopeOutbound('relay', node, process.execPath), rpcscopeOutbound('terminate', node, process.execPath), nginx, haproxy, nghttpx];
+// The byte pipe balances nothing (its one connection goes to the first endpoint: skew 3): it is the row of
+// Node's floor, what moving the bytes alone costs a proxy on Node at each load.
+const allPeers: Peer[] = [direct, rpcscopeOutbound('relay', node, process.execPath), rpcscopeOutbound('terminate', node, process.execPath), nodePipe(node, process.execPath), nginx, haproxy, nghttpx];
 const unknown = ONLY.filter((o) => !allPeers.some((p) => p.key === o));
 if (unknown.length) throw new Error(`--only: unknown ${unknown.join(', ')} (peers: ${allPeers.map((p) => p.key).join(', ')})`);
 const peers = ONLY.length ? allPeers.filter((p) => p.key === 'direct' || ONLY.includes(p.key)) : allPeers;
