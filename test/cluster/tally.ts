@@ -26,3 +26,9 @@ export function failures(tally: readonly CallTally[], ok = 'OK'): string {
   const failed = tally.filter((t) => t.code !== ok);
   return failed.length === 0 ? 'none' : failed.map((t) => `#${t.n} ${t.code} at ${t.start - t0}-${t.end - t0} ms: ${t.detail ?? ''}`).join('\n');
 }
+
+/** The `n` longest calls, each with its code, pod and times (ms after `since`, an epoch time such as a fault's), for an assertion's message. */
+export function slowest(tally: readonly CallTally[], since: number, n = 3): string {
+  const byLength = [...tally].sort((a, b) => b.end - b.start - (a.end - a.start)).slice(0, n);
+  return byLength.map((t) => `#${t.n} ${t.code} on ${t.pod || 'no pod'}, ${t.end - t.start} ms, from ${t.start - since} to ${t.end - since} ms${t.detail ? `: ${t.detail}` : ''}`).join('; ');
+}
