@@ -10,8 +10,8 @@
 // keepalive), HAProxy (three server lines, proto h2, balance roundrobin) and
 // nghttpx (three -b backends, proto=h2); and a 1:1 byte pipe on net.Socket
 // to the first endpoint (--only pipe), Node's floor. Each proxy is pinned to
-// core 0 and h2load to core 1; the endpoints are not pinned. A proxy's CPU comes from
-// /proc/<pid>/stat (utime + stime). Three loads: saturation, 2,000 calls/s
+// core 0 and h2load to core 1; the endpoints are not pinned. A proxy's CPU
+// comes from /proc/<pid>/stat (utime + stime). Three loads: saturation, 2,000 calls/s
 // spread over 8 connections with one call at a time on each, and one call at a
 // time (c=1), whose median latency less the direct one is the latency the
 // proxy adds.

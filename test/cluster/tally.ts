@@ -24,11 +24,16 @@ export function skew(counts: Record<string, number>, names: readonly string[]): 
 export function failures(tally: readonly CallTally[], ok = 'OK'): string {
   const t0 = Math.min(...tally.map((t) => t.start));
   const failed = tally.filter((t) => t.code !== ok);
-  return failed.length === 0 ? 'none' : failed.map((t) => `#${t.n} ${t.code} at ${t.start - t0}-${t.end - t0} ms: ${t.detail ?? ''}`).join('\n');
+  return failed.length === 0 ? 'none' : failed.map((t) => describeCall(t, t0)).join('\n');
+}
+
+/** One call for an assertion's message: its number, code, when it ran (ms after `since`) and why. */
+function describeCall(t: CallTally, since: number): string {
+  return `#${t.n} ${t.code} at ${t.start - since}-${t.end - since} ms: ${t.detail ?? ''}`;
 }
 
 /** The `n` longest calls, each with its code, pod and times (ms after `since`, an epoch time such as a fault's), for an assertion's message. */
 export function slowest(tally: readonly CallTally[], since: number, n = 3): string {
   const byLength = [...tally].sort((a, b) => b.end - b.start - (a.end - a.start)).slice(0, n);
-  return byLength.map((t) => `#${t.n} ${t.code} on ${t.pod || 'no pod'}, ${t.end - t.start} ms, from ${t.start - since} to ${t.end - since} ms${t.detail ? `: ${t.detail}` : ''}`).join('; ');
+  return byLength.map((t) => `${describeCall(t, since)} (${t.end - t.start} ms, on ${t.pod || 'no pod'})`).join('; ');
 }
