@@ -12,7 +12,10 @@
 // of the runtime). Only the samples of the load's own duration count, not the
 // start-up; idle time is left out: shares are of busy time.
 //
-//   node --import tsx test/bench/profile.ts [--plane relay|terminate] [--workload grpc|rest|balanced] [--node 20|24] [--calls 100000]
+//   node --import tsx test/bench/profile.ts [--plane relay|terminate] [--workload grpc|rest|balanced]
+//       [--shape rate|saturation] [--node 20|24] [--calls 100000]
+//
+// --shape: the balanced workload at its fixed rate (the default) or at saturation (h2load -c 16 -m 10).
 //
 // Prints Markdown tables and writes them, with the .cpuprofile, under
 // test/bench/results/. Open the .cpuprofile in Chrome DevTools (Performance)
@@ -37,6 +40,9 @@ const PLANE = value('--plane') ?? 'relay';
 const NODE = value('--node') ?? '24';
 const CALLS = Number(value('--calls') ?? 100_000);
 const WORKLOAD = value('--workload') ?? 'grpc';
+/** The balanced workload's shape: the everyday fixed rate, or saturation (c16 m10, as the balanced benchmark's first phase). */
+const SHAPE = value('--shape') ?? 'rate';
+if (SHAPE !== 'rate' && SHAPE !== 'saturation') throw new Error(`--shape must be rate or saturation, got ${SHAPE}`);
 if (WORKLOAD !== 'grpc' && WORKLOAD !== 'rest' && WORKLOAD !== 'balanced') throw new Error(`--workload must be grpc, rest or balanced, got ${WORKLOAD}`);
 if (PLANE !== 'relay' && PLANE !== 'terminate') throw new Error(`--plane must be relay or terminate, got ${PLANE}`);
 if (NODE !== '20' && NODE !== '24') throw new Error(`--node must be 20 or 24, got ${NODE}`);
@@ -136,7 +142,7 @@ try {
     WORKLOAD === 'grpc'
       ? h2load(`http://127.0.0.1:${port}/bench.v1.BenchService/Unary`, ['-c', '16', '-m', '10'], request, CALLS, '1')
       : WORKLOAD === 'balanced'
-        ? h2load(`http://127.0.0.1:${port}/bench.v1.BenchService/Unary`, ['-c', '8', '-m', '1', '--rps', '250'], request, CALLS, '1')
+        ? h2load(`http://127.0.0.1:${port}/bench.v1.BenchService/Unary`, SHAPE === 'rate' ? ['-c', '8', '-m', '1', '--rps', '250'] : ['-c', '16', '-m', '10'], request, CALLS, '1')
         : h2load(`http://127.0.0.1:${port}/v1/orders/ord-000001`, ['-c', '32', '-m', '1'], request, CALLS, '1');
   const cpuUs = ((cpuSeconds(sidecar.pid ?? 0) - cpu0) * 1e6) / load.ok;
   const exited = new Promise((r) => sidecar.once('exit', r));
@@ -156,7 +162,7 @@ try {
     (WORKLOAD === 'grpc'
       ? `${load.ok} gRPC unary 256 B calls at saturation (h2load -c 16 -m 10, core 1) through the sidecar (core 0) to nghttpd: `
       : WORKLOAD === 'balanced'
-        ? `${load.ok} gRPC unary 256 B calls at 2,000/s over 8 connections, one at a time on each (h2load -c 8 -m 1 --rps 250, core 1), through an outbound sidecar (core 0) balancing them round robin over three nghttpd: `
+        ? `${load.ok} gRPC unary 256 B calls ${SHAPE === 'rate' ? 'at 2,000/s over 8 connections, one at a time on each (h2load -c 8 -m 1 --rps 250, core 1)' : 'at saturation (h2load -c 16 -m 10, core 1)'}, through an outbound sidecar (core 0) balancing them round robin over three nghttpd: `
         : `${load.ok} REST GETs of the 1.2 KB order over HTTP/1.1 keep-alive at saturation (h2load --h1 -c 32, core 1) through the sidecar (core 0) to a static nginx: `) +
       `${Math.round(load.rps)} calls/s, ${cpuUs.toFixed(1)} µs of sidecar CPU per call (from /proc, profiler on), ${load.failed} failed; load average ${loadAverage().toFixed(2)}.`,
     '',
@@ -168,7 +174,7 @@ try {
   process.stdout.write(`${out}\n`);
   const results = join(ROOT, 'test', 'bench', 'results');
   mkdirSync(results, { recursive: true });
-  const stem = `profile-${PLANE}${WORKLOAD === 'grpc' ? '' : WORKLOAD === 'rest' ? '-rest-h1' : '-balanced'}-node${NODE}`;
+  const stem = `profile-${PLANE}${WORKLOAD === 'grpc' ? '' : WORKLOAD === 'rest' ? '-rest-h1' : SHAPE === 'rate' ? '-balanced' : '-balanced-saturation'}-node${NODE}`;
   writeFileSync(join(results, `${stem}.md`), out);
   copyFileSync(join(profDir, file), join(results, `${stem}.cpuprofile`));
   process.stdout.write(`wrote test/bench/results/${stem}.md and .cpuprofile (Node ${NODE === '24' ? NODE_24_VERSION : process.versions.node})\n`);

@@ -5,7 +5,10 @@
 // its TypeScript function through the bundle's source map. Like the system calls
 // of relay-syscalls.ts, the figure does not depend on the machine's load.
 //
-//   node --import tsx test/bench/relay-allocations.ts [--calls 10000]
+// --balanced: the outbound sidecar's balanced relay instead, spreading the calls
+// round robin over three nghttpd.
+//
+//   node --import tsx test/bench/relay-allocations.ts [--calls 10000] [--balanced]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
@@ -22,6 +25,7 @@ const value = (name: string): string | undefined => (args.includes(name) ? args[
 const CALLS = Number(value('--calls') ?? 10_000);
 if (!Number.isInteger(CALLS) || CALLS < 1000) throw new Error(`--calls must be an integer of at least 1000, got ${value('--calls')}`);
 const SHAPE = ['-c', '8', '-m', '1'];
+const BALANCED = args.includes('--balanced');
 const BUNDLE = join(RPCSCOPE_BIN, '..', '..', 'dist', 'rpcscope.cjs');
 
 // Loaded into the sidecar (--require): the first SIGUSR2 starts sampling, the second writes the profile.
@@ -57,8 +61,14 @@ const w = workloads(work, files, CALLS, 1000).find((x) => x.id === 'grpc-256')!;
 writeFileSync(join(work, 'sampler.cjs'), SAMPLER);
 const out = join(work, 'heap.json');
 const nghttpd = await startNghttpd(files.docroot);
+const more = BALANCED ? [await startNghttpd(files.docroot), await startNghttpd(files.docroot)] : [];
 const port = await freePort();
-const sc = spawn(process.execPath, ['--require', join(work, 'sampler.cjs'), BUNDLE, '--listen', `127.0.0.1:${port}`, '--admin', '127.0.0.1:0', '--upstream', nghttpd.url, '--upstream-protocol', 'http2', '--data-plane', 'relay', '--log-level', 'warn'], {
+const sidecarArgs = ['--listen', `127.0.0.1:${port}`, '--admin', '127.0.0.1:0', '--upstream', nghttpd.url, '--upstream-protocol', 'http2', '--data-plane', 'relay', '--log-level', 'warn'];
+if (BALANCED) {
+  const endpoints = [nghttpd, ...more].map((u) => new URL(u.url).host).join(',');
+  sidecarArgs.push('--mode', 'outbound', '--endpoints', endpoints, '--balance', 'round_robin', '--outbound-data-plane', 'relay');
+}
+const sc = spawn(process.execPath, ['--require', join(work, 'sampler.cjs'), BUNDLE, ...sidecarArgs], {
   env: { ...process.env, RPCSCOPE_HEAP_OUT: out },
   stdio: 'ignore',
 });
@@ -86,6 +96,7 @@ try {
 } finally {
   sc.kill('SIGTERM');
   nghttpd.stop();
+  for (const u of more) u.stop();
 }
 
 const map = new SourceMap(JSON.parse(readFileSync(`${BUNDLE}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]);
@@ -103,6 +114,6 @@ const walk = (n: Node): void => {
   for (const c of n.children) walk(c);
 };
 walk(profile.head);
-console.log(`h2load -n ${CALLS} ${SHAPE.join(' ')} gRPC unary 256 B through the relay to nghttpd (${process.version}): ${Math.round(total / CALLS)} octets allocated per call\n`);
+console.log(`h2load -n ${CALLS} ${SHAPE.join(' ')} gRPC unary 256 B through the ${BALANCED ? 'balanced relay to three nghttpd' : 'relay to nghttpd'} (${process.version}): ${Math.round(total / CALLS)} octets allocated per call\n`);
 console.log('| where (function, sampled site) | octets per call |\n|---|---:|');
-for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`| ${site} | ${Math.round(bytes / CALLS)} |`);
+for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`| ${site} | ${Math.round(bytes / CALLS)} |`);

@@ -47,7 +47,29 @@ export interface CallHooks {
 /** Where the response to the client stands: nothing sent, headers sent, or its last frame queued. */
 type Response = 'pending' | 'streaming' | 'ended';
 
-export class BalancedCall {
+/** The client's stream's sink: what the client sends on the call goes to its BalancedCall. */
+class ClientSide implements StreamSink {
+  constructor(private readonly call: BalancedCall) {}
+  headers(list: HeaderList, end: boolean): void {
+    this.call.requestHeaders(list, end);
+  }
+  data(chunk: Buffer, end: boolean): void {
+    this.call.requestData(chunk, end);
+  }
+  reset(code: number): void {
+    this.call.requestReset(code);
+  }
+  sent(octets: number): void {
+    this.call.responseSent(octets);
+  }
+}
+
+/**
+ * One call: the client's stream (its sink a ClientSide) joined to a stream on an
+ * endpoint connection, whose sink the call is itself (the EndpointStreamSink
+ * methods, headers to refused).
+ */
+export class BalancedCall implements EndpointStreamSink {
   readonly call: Call;
   private readonly down: HopStream;
   private ep: EndpointHop | undefined;
@@ -89,7 +111,7 @@ export class BalancedCall {
     this.base64 = detected.base64;
     this.requestEnded = end;
     this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
-    this.down = client.accept(id, this.clientSink());
+    this.down = client.accept(id, new ClientSide(this));
     const target = this.call.target;
     if (!target) {
       this.call.record.upstreamUnreachable = true;
@@ -118,7 +140,7 @@ export class BalancedCall {
   private attempt(): void {
     const target = this.call.target!;
     const ep = (this.ep = this.endpoints.get(target));
-    const up = (this.up = ep.open(this.request!, this.requestEnded && this.bodyBytes === 0, this.endpointSink()));
+    const up = (this.up = ep.open(this.request!, this.requestEnded && this.bodyBytes === 0, this));
     if (this.retried) this.call.record.upstream = target.authority;
     else this.call.sent(target.authority);
     if (this.body && this.bodyBytes > 0) {
@@ -127,52 +149,65 @@ export class BalancedCall {
     }
   }
 
-  private clientSink(): StreamSink {
-    return {
-      headers: (list, end) => {
-        // Request trailers: gRPC sends none; passed on as they are.
-        if (end) this.requestEnded = true;
-        if (this.up && this.ep) this.ep.hop.headers(this.up, list, end);
-        if (end) this.maybeEnd();
-      },
-      data: (chunk, end) => {
-        if (end) this.requestEnded = true;
-        if (chunk.length > 0) {
-          this.call.tap.requestData(chunk);
-          this.hold(chunk);
-        }
-        if (this.up && this.ep) this.ep.hop.data(this.up, chunk, end);
-        else if (chunk.length > 0) this.client.consumed(this.down, chunk.length);
-        if (end) this.maybeEnd();
-      },
-      reset: (code) => {
-        if (this.response === 'pending' && !this.ended) this.connection.resetBeforeAnswer();
-        this.clientReset(code);
-      },
-      sent: (octets) => {
-        if (this.up && this.ep) this.ep.hop.consumed(this.up, octets);
-      },
-    };
+  /** Request trailers: gRPC sends none; passed on as they are. */
+  requestHeaders(list: HeaderList, end: boolean): void {
+    if (end) this.requestEnded = true;
+    if (this.up && this.ep) this.ep.hop.headers(this.up, list, end);
+    if (end) this.maybeEnd();
   }
 
-  private endpointSink(): EndpointStreamSink {
-    return {
-      headers: (list, end) => this.responseHeaders(list, end),
-      data: (chunk, end) => {
-        if (chunk.length > 0) this.call.tap.responseData(chunk);
-        if (end) this.responseComplete();
-        this.client.data(this.down, chunk, end);
-        if (end) this.maybeEnd();
-      },
-      reset: (code) => this.endpointReset(code),
-      sent: (octets) => {
-        const skip = Math.min(octets, this.resent);
-        this.resent -= skip;
-        if (octets - skip > 0) this.client.consumed(this.down, octets - skip);
-      },
-      lost: (reached, error) => this.lost(reached, error),
-      refused: () => this.refused('goaway'),
-    };
+  requestData(chunk: Buffer, end: boolean): void {
+    if (end) this.requestEnded = true;
+    if (chunk.length > 0) {
+      this.call.tap.requestData(chunk);
+      this.hold(chunk);
+    }
+    if (this.up && this.ep) this.ep.hop.data(this.up, chunk, end);
+    else if (chunk.length > 0) this.client.consumed(this.down, chunk.length);
+    if (end) this.maybeEnd();
+  }
+
+  requestReset(code: number): void {
+    if (this.response === 'pending' && !this.ended) this.connection.resetBeforeAnswer();
+    this.clientReset(code);
+  }
+
+  /** `octets` of the response reached the client's socket: the endpoint may send as many more. */
+  responseSent(octets: number): void {
+    if (this.up && this.ep) this.ep.hop.consumed(this.up, octets);
+  }
+
+  // The endpoint stream's sink (EndpointStreamSink).
+
+  /** Response headers or trailers. */
+  headers(list: HeaderList, end: boolean): void {
+    this.responseHeaders(list, end);
+  }
+
+  data(chunk: Buffer, end: boolean): void {
+    if (chunk.length > 0) this.call.tap.responseData(chunk);
+    if (end) this.responseComplete();
+    this.client.data(this.down, chunk, end);
+    if (end) this.maybeEnd();
+  }
+
+  reset(code: number): void {
+    this.endpointReset(code);
+  }
+
+  /** `octets` of the request reached the endpoint's socket: the client may send as many more, less what was sent again. */
+  sent(octets: number): void {
+    const skip = Math.min(octets, this.resent);
+    this.resent -= skip;
+    if (octets - skip > 0) this.client.consumed(this.down, octets - skip);
+  }
+
+  lost(reached: boolean, error: Error | undefined): void {
+    this.connectionLost(reached, error);
+  }
+
+  refused(): void {
+    this.refusedUnprocessed('goaway');
   }
 
   /** Request body, held while the call may be sent again (until the response begins, within RETRY_BODY_LIMIT). */
@@ -228,7 +263,7 @@ export class BalancedCall {
   /** The endpoint reset the call's stream. */
   private endpointReset(code: number): void {
     if (this.ended) return;
-    if (code === Http2Error.REFUSED_STREAM && this.response === 'pending' && this.refused('refused_stream')) return;
+    if (code === Http2Error.REFUSED_STREAM && this.response === 'pending' && this.refusedUnprocessed('refused_stream')) return;
     this.client.reset(this.down, code);
     // A response that ended, or proved its end (trailers, a status frame), is whole: the reset only stops the request (RFC 9113 §8.1).
     if (this.responseEnded && (code === Http2Error.NO_ERROR || this.trailersSeen || this.call.tap.sawEndFrame())) return this.finish();
@@ -236,7 +271,7 @@ export class BalancedCall {
   }
 
   /** The endpoint never worked on the call: sent once more if its whole body is at hand; true if so. */
-  private refused(reason: RetryReason): boolean {
+  private refusedUnprocessed(reason: RetryReason): boolean {
     if (this.ended) return true;
     this.doneUpstream();
     if (!this.retried && this.body && this.response === 'pending') {
@@ -251,7 +286,7 @@ export class BalancedCall {
   }
 
   /** The endpoint's connection went before the call ended. */
-  private lost(reached: boolean, error: Error | undefined): void {
+  private connectionLost(reached: boolean, error: Error | undefined): void {
     if (this.ended) return;
     const { record, tap } = this.call;
     this.up = undefined;

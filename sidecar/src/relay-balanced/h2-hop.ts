@@ -20,8 +20,9 @@
 // call's few octets cost no WINDOW_UPDATE at all. DATA waits per stream while a
 // window is shut; what waits is bounded by the windows this hop gave.
 //
-// Writes: every frame queued while one read (or timer) is handled goes out in one
-// corked write per socket, on the next tick (`Out`).
+// Writes: every frame queued while one read is handled goes out in one write per
+// socket as that read ends; what a timer queues, on the next tick. Frames are
+// written in place into a staging buffer (hop-output.ts).
 import type net from 'node:net';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, MAX_WINDOW, Setting } from '../h2/frame-types.ts';
@@ -29,8 +30,9 @@ import { SETTINGS_ACK, frame, goawayFrame, rstStreamFrame, windowUpdateFrame } f
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame-parser.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
-import { HpackEncoder } from '../relay/hpack-encoder.ts';
+import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
+import { HopOutput, writeFrameHeader } from './hop-output.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -101,22 +103,21 @@ export class HopStream {
   }
 }
 
-/** Frames queued up to this many octets go out copied into one buffer; more, as a writev of the pieces. */
-const COPY_LIMIT = 16 * 1024;
-
 /**
  * Hops with frames queued: what one read leads to goes in one write per socket,
  * at the end of that read; what a timer queues (a deadline, a PING), on the next tick.
  */
-const dirty = new Set<H2Hop>();
+let dirty: H2Hop[] = [];
 let flushScheduled = false;
 /** A read is being handled: its frames are written as it ends, no tick needed. */
 let reading = false;
 function flushAll(): void {
   flushScheduled = false;
+  if (dirty.length === 0) return;
   // A flush only writes: no hop is queued to while this runs.
-  for (const hop of dirty) hop.flush();
-  dirty.clear();
+  const hops = dirty;
+  dirty = [];
+  for (let i = 0; i < hops.length; i++) hops[i]!.flush();
 }
 
 export class H2Hop {
@@ -124,9 +125,9 @@ export class H2Hop {
   private readonly parser: FrameParser;
   private readonly decoder = new HpackDecoder(DEFAULT_TABLE_SIZE, MAX_HEADER_LIST_SIZE);
   private readonly encoder = new HpackEncoder();
-  private out: Buffer[] = [];
-  /** Octets in `out`. */
-  private queuedBytes = 0;
+  private readonly out = new HopOutput();
+  /** Whether this hop is among the `dirty` ones. */
+  private listed = false;
   /** Streams with DATA waiting for the connection's window. */
   private readonly blocked = new Set<HopStream>();
   private sendWindow = DEFAULT_WINDOW;
@@ -228,24 +229,48 @@ export class H2Hop {
     this.writeBlock(s, list, end);
   }
 
+  /** A header block encoded straight into the output, after room for its frame header. */
   private writeBlock(s: HopStream, list: HeaderList, end: boolean): void {
-    const block = this.encoder.encode(list);
+    const out = this.out;
+    const stage = out.reserve(FRAME_HEADER_LENGTH + encodedBound(list));
+    const start = out.offset;
+    const length = this.encoder.encodeInto(list, stage, start + FRAME_HEADER_LENGTH) - start - FRAME_HEADER_LENGTH;
     const max = this.peerMaxFrame;
     const endFlag = end ? Flag.END_STREAM : 0;
-    if (block.length <= max) this.queue(frame(FrameType.HEADERS, Flag.END_HEADERS | endFlag, s.id, block));
-    else {
-      for (let at = 0; at < block.length; at += max) {
-        const last = at + max >= block.length;
-        this.queue(frame(at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? endFlag : 0) | (last ? Flag.END_HEADERS : 0), s.id, block.subarray(at, at + max)));
+    if (length <= max) {
+      writeFrameHeader(stage, start, length, FrameType.HEADERS, Flag.END_HEADERS | endFlag, s.id);
+      out.advance(FRAME_HEADER_LENGTH + length);
+    } else {
+      // Past the peer's frame size: HEADERS and CONTINUATIONs (RFC 9113 §6.10), from a copy of the block.
+      const block = Buffer.from(stage.subarray(start + FRAME_HEADER_LENGTH, start + FRAME_HEADER_LENGTH + length));
+      for (let at = 0; at < length; at += max) {
+        const last = at + max >= length;
+        const piece = block.subarray(at, at + max);
+        out.frameHeader(piece.length, at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? endFlag : 0) | (last ? Flag.END_HEADERS : 0), s.id);
+        out.put(piece);
       }
     }
+    this.listDirty();
     if (end) this.endLocal(s);
   }
 
   /** DATA on `s`, sent as the windows allow; `end`: END_STREAM after it. */
   data(s: HopStream, chunk: Buffer, end: boolean): void {
     if (s.reset || s.localEnded) return;
-    if (chunk.length > 0) {
+    const n = chunk.length;
+    if (s.queued === 0 && !s.endAfter && n > 0 && n <= s.sendWindow && n <= this.sendWindow && n <= this.peerMaxFrame) {
+      // Nothing waits on the stream and the windows let it all go: one frame now, nothing queued.
+      s.sendWindow -= n;
+      this.sendWindow -= n;
+      this.dataFrame(s, chunk, end);
+      if (end) {
+        s.endAfter = true;
+        this.endLocal(s);
+      }
+      this.sentOn(s, n);
+      return;
+    }
+    if (n > 0) {
       s.queue.push(chunk);
       s.queued += chunk.length;
     }
@@ -272,14 +297,7 @@ export class H2Hop {
       this.sendWindow -= piece.length;
       sentNow += piece.length;
       const last = s.queue.length === 0 && s.endAfter && !s.trailersAfter;
-      const head = Buffer.allocUnsafe(FRAME_HEADER_LENGTH);
-      head.writeUIntBE(piece.length, 0, 3);
-      head[3] = FrameType.DATA;
-      head[4] = last ? Flag.END_STREAM : 0;
-      head.writeUInt32BE(s.id, 5);
-      this.queue(head);
-      this.queue(piece);
-      this.host.dataFrameSent?.();
+      this.dataFrame(s, piece, last);
       if (last) this.endLocal(s);
     }
     if (s.queue.length === 0) {
@@ -289,16 +307,29 @@ export class H2Hop {
         s.trailersAfter = undefined;
         if (trailers) this.writeBlock(s, trailers, true);
         else {
-          this.queue(frame(FrameType.DATA, Flag.END_STREAM, s.id));
-          this.host.dataFrameSent?.();
+          this.dataFrame(s, undefined, true);
           this.endLocal(s);
         }
       }
     }
-    if (sentNow > 0 && s.sink) {
-      if (this.socket.writableNeedDrain) this.heldSent.push([s, sentNow]);
-      else s.sink.sent(sentNow);
-    }
+    if (sentNow > 0) this.sentOn(s, sentNow);
+  }
+
+  /** A DATA frame on `s` carrying `payload` (none: an empty one). */
+  private dataFrame(s: HopStream, payload: Buffer | undefined, end: boolean): void {
+    const out = this.out;
+    out.frameHeader(payload === undefined ? 0 : payload.length, FrameType.DATA, end ? Flag.END_STREAM : 0, s.id);
+    if (payload !== undefined) out.put(payload);
+    this.listDirty();
+    this.host.dataFrameSent?.();
+  }
+
+  /** `octets` of `s`'s DATA went: the other hop may credit them back, unless this socket's buffer is full. */
+  private sentOn(s: HopStream, octets: number): void {
+    const sink = s.sink;
+    if (sink === undefined) return;
+    if (this.socket.writableNeedDrain) this.heldSent.push([s, octets]);
+    else sink.sent(octets);
   }
 
   /** Credits back `octets` of DATA received on `s`, now passed on. */
@@ -366,34 +397,30 @@ export class H2Hop {
     s.queued = 0;
   }
 
+  /** A frame of its own (control frames, the preface), queued. */
   private queue(b: Buffer): void {
-    this.out.push(b);
-    this.queuedBytes += b.length;
-    dirty.add(this);
+    this.out.put(b);
+    this.listDirty();
+  }
+
+  /** Frames are queued: this hop is written as the read ends, or on the next tick. */
+  private listDirty(): void {
+    if (this.listed) return;
+    this.listed = true;
+    dirty.push(this);
     if (!flushScheduled && !reading) {
       flushScheduled = true;
       process.nextTick(flushAll);
     }
   }
 
-  /**
-   * Writes what is queued in one write: small frames copied into one buffer (a
-   * call's few frames cost less copied than as a writev of a dozen pieces, each
-   * a JavaScript write request), large ones corked into one writev.
-   */
+  /** Writes what is queued in one write (hop-output.ts). */
   flush(): void {
-    const out = this.out;
-    if (out.length === 0 || this.socket.destroyed) return;
+    this.listed = false;
+    if (this.out.bytes === 0) return;
+    if (this.socket.destroyed) return this.out.clear();
     // Written before the socket is up (an endpoint connecting), the frames wait in it and go once it is.
-    this.out = [];
-    if (out.length === 1) this.socket.write(out[0]!);
-    else if (this.queuedBytes <= COPY_LIMIT) this.socket.write(Buffer.concat(out, this.queuedBytes));
-    else {
-      this.socket.cork();
-      for (const b of out) this.socket.write(b);
-      this.socket.uncork();
-    }
-    this.queuedBytes = 0;
+    this.out.writeTo(this.socket);
   }
 
   private drained(): void {
@@ -432,7 +459,6 @@ export class H2Hop {
     if (this.closed) return;
     this.closed = true;
     this.goingAway = true;
-    dirty.delete(this);
     this.host.closed(err);
   }
 

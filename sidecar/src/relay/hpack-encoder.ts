@@ -160,12 +160,15 @@ export class HpackEncoder {
    * to send as never-indexed literals (§6.2.3). Returns a fresh Buffer.
    */
   encode(list: readonly string[], neverIndexed: readonly number[] = NONE): Buffer {
-    // Each field costs at most its raw octets plus three integers of up to 5
-    // octets (indices and lengths under 2^28); Huffman is used only when shorter.
-    let room = 12;
-    for (let i = 0; i < list.length; i++) room += list[i]!.length + (i & 1 ? 5 : 10);
-    const out = Buffer.allocUnsafe(room);
-    let at = 0;
+    const out = Buffer.allocUnsafe(encodedBound(list));
+    return out.subarray(0, this.encodeInto(list, out, 0, neverIndexed));
+  }
+
+  /**
+   * Encodes `list` as `encode` does, into `out` from `at`, where at least
+   * encodedBound(list) octets are free; returns where the block ends.
+   */
+  encodeInto(list: readonly string[], out: Buffer, at: number, neverIndexed: readonly number[] = NONE): number {
     if (this.updatePending) {
       if (this.smallestSince < this.max) at = putInt(out, at, this.smallestSince, 5, 0x20);
       at = putInt(out, at, this.max, 5, 0x20);
@@ -178,7 +181,7 @@ export class HpackEncoder {
       if (never) sensitive++;
       at = this.putField(out, at, list[i]!, list[i + 1]!, never);
     }
-    return out.subarray(0, at);
+    return at;
   }
 
   private putField(out: Buffer, at: number, name: string, value: string, never: boolean): number {
@@ -262,3 +265,14 @@ export class HpackEncoder {
 }
 
 const NONE: readonly number[] = [];
+
+/**
+ * The most octets a block of `list` takes: each field its raw octets plus
+ * three integers of up to 5 octets (indices and lengths under 2^28; Huffman
+ * is used only when shorter), and two table size updates ahead of it.
+ */
+export function encodedBound(list: readonly string[]): number {
+  let room = 12;
+  for (let i = 0; i < list.length; i++) room += list[i]!.length + (i & 1 ? 5 : 10);
+  return room;
+}

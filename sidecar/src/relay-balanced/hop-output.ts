@@ -1,0 +1,137 @@
+// What one hop of the balanced relay has queued for its next write. Frames are
+// written in place into a staging buffer — frame headers, header blocks encoded
+// straight into it, small DATA payloads copied — so a call's frames cost no
+// Buffer each; large payloads are queued by reference instead of copied. A write
+// takes one copy of the staged octets (Node's pooled allocation for the small
+// ones) and hands the staging buffer back for the next hop that queues, so a
+// connection holds none while it has nothing to send.
+//
+// | queued                           | how                            | why                                                   |
+// |----------------------------------|--------------------------------|-------------------------------------------------------|
+// | frame header, header block       | written into the stage         | no Buffer per frame, no block Buffer to copy after    |
+// | payload under BY_REFERENCE       | copied into the stage          | a copy of a few hundred octets costs less than a piece of a writev |
+// | payload of BY_REFERENCE or more  | a piece of its own, not copied | the copy would cost more than the piece               |
+// | the write                        | one write; corked pieces when any went by reference | one system call either way            |
+import type net from 'node:net';
+import { FRAME_HEADER_LENGTH } from '../h2/frame-types.ts';
+
+/** A staging buffer's size: a read's worth of small frames. */
+const STAGE_SIZE = 16 * 1024;
+/** Payloads this large or more are written as pieces of their own. */
+const BY_REFERENCE = 4 * 1024;
+/** Staging buffers kept for reuse: as many as hops queue in one read, a few at most. */
+const SPARE_MAX = 32;
+const spare: Buffer[] = [];
+
+export class HopOutput {
+  private stage: Buffer | undefined;
+  /** Where the stage's next octet goes. */
+  private at = 0;
+  /** Payloads queued by reference, and, for each, the stage's octets that go before it (up to its mark). */
+  private refs: Buffer[] | undefined;
+  private marks: number[] | undefined;
+  /** Octets queued. */
+  bytes = 0;
+
+  /** Where the next octet goes in the buffer reserve() returned. */
+  get offset(): number {
+    return this.at;
+  }
+
+  /** The stage, with room for `n` octets from `offset`: write them, then advance(). */
+  reserve(n: number): Buffer {
+    let stage = this.stage;
+    if (stage === undefined) stage = this.stage = n <= STAGE_SIZE ? (spare.pop() ?? Buffer.allocUnsafeSlow(STAGE_SIZE)) : Buffer.allocUnsafeSlow(n);
+    else if (this.at + n > stage.length) {
+      // Rare: more small frames queued in one read than the stage holds. A larger one takes over.
+      const larger = Buffer.allocUnsafeSlow(Math.max(stage.length * 2, this.at + n));
+      stage.copy(larger, 0, 0, this.at);
+      release(stage);
+      this.stage = stage = larger;
+    }
+    return stage;
+  }
+
+  /** `n` octets were written into the stage from `offset`. */
+  advance(n: number): void {
+    this.at += n;
+    this.bytes += n;
+  }
+
+  /** A frame header (RFC 9113 §4.1). */
+  frameHeader(length: number, type: number, flags: number, streamId: number): void {
+    const b = this.reserve(FRAME_HEADER_LENGTH);
+    writeFrameHeader(b, this.at, length, type, flags, streamId);
+    this.advance(FRAME_HEADER_LENGTH);
+  }
+
+  /** Octets of `b` (a frame, or a payload after its header): copied when small, else a piece of their own. */
+  put(b: Buffer): void {
+    const n = b.length;
+    if (n < BY_REFERENCE) {
+      b.copy(this.reserve(n), this.at);
+      this.advance(n);
+      return;
+    }
+    (this.refs ??= []).push(b);
+    (this.marks ??= []).push(this.at);
+    this.bytes += n;
+  }
+
+  /** Writes what is queued to `socket` in one write, and empties. */
+  writeTo(socket: net.Socket): void {
+    const { stage, at, refs, marks } = this;
+    this.reset();
+    if (refs === undefined || marks === undefined) {
+      if (stage !== undefined && at > 0) socket.write(copied(stage, 0, at));
+    } else {
+      socket.cork();
+      let from = 0;
+      for (let i = 0; i < refs.length; i++) {
+        const mark = marks[i]!;
+        if (mark > from) socket.write(copied(stage!, from, mark));
+        from = mark;
+        socket.write(refs[i]!);
+      }
+      if (at > from) socket.write(copied(stage!, from, at));
+      socket.uncork();
+    }
+    if (stage !== undefined) release(stage);
+  }
+
+  /** Drops what is queued: the socket is gone. */
+  clear(): void {
+    const stage = this.stage;
+    this.reset();
+    if (stage !== undefined) release(stage);
+  }
+
+  private reset(): void {
+    this.stage = undefined;
+    this.at = 0;
+    this.refs = undefined;
+    this.marks = undefined;
+    this.bytes = 0;
+  }
+}
+
+/** Writes a frame header (RFC 9113 §4.1) into `b` at `at`. */
+export function writeFrameHeader(b: Buffer, at: number, length: number, type: number, flags: number, streamId: number): void {
+  b[at] = length >>> 16;
+  b[at + 1] = (length >>> 8) & 0xff;
+  b[at + 2] = length & 0xff;
+  b[at + 3] = type;
+  b[at + 4] = flags;
+  b.writeUInt32BE(streamId & 0x7fffffff, at + 5);
+}
+
+/** The stage's octets [from, to) as a Buffer of their own: the stage is reused once the write is handed over. */
+function copied(stage: Buffer, from: number, to: number): Buffer {
+  const b = Buffer.allocUnsafe(to - from);
+  stage.copy(b, 0, from, to);
+  return b;
+}
+
+function release(stage: Buffer): void {
+  if (stage.length === STAGE_SIZE && spare.length < SPARE_MAX) spare.push(stage);
+}
