@@ -123,15 +123,15 @@ describe('balanced relay: grpc-js through it', () => {
 });
 
 /** A node:http2 endpoint whose behaviour per stream the test gives. */
-async function startEndpoint(onStream: (stream: http2.ServerHttp2Stream, n: number) => void, settings: http2.Settings = {}): Promise<{ address: string; sessions: number; close(): Promise<void> }> {
+async function startEndpoint(onStream: (stream: http2.ServerHttp2Stream, n: number, headers: http2.IncomingHttpHeaders) => void, settings: http2.Settings = {}): Promise<{ address: string; sessions: number; close(): Promise<void> }> {
   let n = 0;
   const server = http2.createServer({ settings });
   const state = { sessions: 0 };
   server.on('session', () => state.sessions++);
-  server.on('stream', (stream) => {
+  server.on('stream', (stream, headers) => {
     // A stream the test resets errors on this side too: nothing to report.
     stream.on('error', () => {});
-    onStream(stream, n++);
+    onStream(stream, n++, headers);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as net.AddressInfo;
@@ -170,6 +170,43 @@ describe('balanced relay: what endpoints do to calls', () => {
     assert.ok(calls.every((r) => r.err === null), JSON.stringify(calls.map((r) => r.err?.message)));
     assert.equal(ep.sessions, 3, 'six calls at once over connections of two streams each');
     c.close();
+    await sc.stop();
+    await ep.close();
+  });
+
+  it('carries header blocks past every frame size both ways, as HEADERS and CONTINUATIONs', { timeout: 20_000 }, async () => {
+    // 30,000 octets of one field: past the 16,384-octet frame size of both hops, within the 65,535-octet header list.
+    const big = Array.from({ length: 30_000 }, (_, i) => String.fromCharCode(97 + ((i * 7) % 26))).join('');
+    const received: unknown[] = [];
+    const ep = await startEndpoint((s, _n, headers) => {
+      received.push(headers['x-big']);
+      s.on('data', () => {});
+      s.on('end', () => {
+        // The answer's block is the request's field reversed: what comes back is what the endpoint read.
+        s.respond({ ':status': 200, 'content-type': 'application/grpc', 'x-big': String(headers['x-big']).split('').reverse().join('') }, { waitForTrailers: true });
+        s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+        s.end(Buffer.from([0, 0, 0, 0, 0]));
+      });
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const session = http2.connect(sc.url);
+    const answered = await new Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders }>((resolve, reject) => {
+      const req = session.request({ ':method': 'POST', ':path': '/echo.v1.EchoService/Echo', 'content-type': 'application/grpc', te: 'trailers', 'x-big': big });
+      let headers: http2.IncomingHttpHeaders = {};
+      req.on('response', (h) => (headers = h));
+      req.on('trailers', (trailers) => resolve({ headers, trailers }));
+      req.on('error', reject);
+      req.on('close', () => reject(new Error(`the stream closed without trailers (RST_STREAM ${req.rstCode})`)));
+      req.resume();
+      req.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    assert.deepEqual(received, [big], 'the endpoint read the request header block whole');
+    assert.equal(answered.headers['x-big'], big.split('').reverse().join(''), 'the response header block came back whole');
+    assert.equal(answered.trailers['grpc-status'], '0');
+    const [record] = await sc.recorder.waitForEnded(1);
+    assert.equal(record!.grpcStatus, 0);
+    assert.equal(record!.reset, undefined);
+    session.close();
     await sc.stop();
     await ep.close();
   });
