@@ -23,9 +23,7 @@ export class CallTap {
   constructor(private readonly call: TappedFacts, base64: boolean, private readonly now: () => number) {
     if (call.framed) {
       this.requestCounter = MessageCounter.forProtocol(call.protocol, base64);
-      this.responseCounter = MessageCounter.forProtocol(call.protocol, base64, () => {
-        call.firstResponseMessageTime = now();
-      });
+      this.responseCounter = MessageCounter.forProtocol(call.protocol, base64);
     }
   }
 
@@ -51,7 +49,10 @@ export class CallTap {
     this.call.responseBytes += chunk.length;
     if (this.responseCounter) {
       this.responseCounter.push(chunk);
-      this.call.responseMessages = this.responseCounter.messages;
+      const messages = this.responseCounter.messages;
+      // The first whole response message: its time, once (a chunk that completes several counts as the first's).
+      if (this.call.responseMessages === 0 && messages > 0) this.call.firstResponseMessageTime = this.now();
+      this.call.responseMessages = messages;
     }
     this.call.trpc?.responseData(chunk);
     if (this.errorBody && this.errorBodyBytes < MAX_ERROR_BODY) {

@@ -24,8 +24,9 @@ export class MessageCounter {
 
   private readonly endFlag: number;
   private readonly onFirstMessage: (() => void) | undefined;
-  private readonly header = Buffer.alloc(ENVELOPE_HEADER_BYTES);
+  /** Octets of the current envelope header read so far, and the length they hold (its flags are `flags`). */
   private headerFill = 0;
+  private length = 0;
   /** Payload bytes left in the current frame; -1 while reading a header. */
   private remaining = -1;
   private flags = 0;
@@ -63,14 +64,24 @@ export class MessageCounter {
     const n = buf.length;
     while (i < n) {
       if (this.remaining < 0) {
-        const take = Math.min(ENVELOPE_HEADER_BYTES - this.headerFill, n - i);
-        buf.copy(this.header, this.headerFill, i, i + take);
-        this.headerFill += take;
-        i += take;
-        if (this.headerFill < ENVELOPE_HEADER_BYTES) return;
-        this.headerFill = 0;
-        this.flags = this.header[0]!;
-        this.remaining = envelopeLength(this.header);
+        if (this.headerFill === 0 && n - i >= ENVELOPE_HEADER_BYTES) {
+          // The whole header in this piece: read in place.
+          this.flags = buf[i]!;
+          this.remaining = envelopeLength(buf, i);
+          i += ENVELOPE_HEADER_BYTES;
+        } else {
+          // Cut across pieces: the flags octet, then the length's four, big-endian (grpc-envelope.ts).
+          while (this.headerFill < ENVELOPE_HEADER_BYTES && i < n) {
+            const octet = buf[i++]!;
+            if (this.headerFill === 0) this.flags = octet;
+            else this.length = this.length * 256 + octet;
+            this.headerFill++;
+          }
+          if (this.headerFill < ENVELOPE_HEADER_BYTES) return;
+          this.headerFill = 0;
+          this.remaining = this.length;
+          this.length = 0;
+        }
         this.capture = this.isEndFrame() && this.remaining <= MAX_END_FRAME_BYTES ? [] : undefined;
         if (this.remaining === 0) this.frameDone();
         continue;
