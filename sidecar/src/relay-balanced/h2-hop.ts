@@ -20,8 +20,8 @@
 // call's few octets cost no WINDOW_UPDATE at all. DATA waits per stream while a
 // window is shut; what waits is bounded by the windows this hop gave.
 //
-// Writes: every frame queued while one read is handled goes out in one write per
-// socket as that read ends; what a timer queues, on the next tick. Frames are
+// Writes: every frame queued while the event loop handles the sockets that were
+// readable goes out in one write per socket once it has (`flushAll`). Frames are
 // written in place into a staging buffer (hop-output.ts).
 import type net from 'node:net';
 import { Http2Error } from '../protocol/reset-codes.ts';
@@ -104,20 +104,25 @@ export class HopStream {
 }
 
 /**
- * Hops with frames queued: what one read leads to goes in one write per socket,
- * at the end of that read; what a timer queues (a deadline, a PING), on the next tick.
+ * Hops with frames queued. They are written once the event loop has handled every
+ * socket that was readable (setImmediate runs after the poll phase): what several
+ * clients' reads queue on one shared endpoint connection goes in one write, as
+ * nghttpx and Envoy write at the end of an event loop iteration. A timer's frames
+ * (a deadline, a PING) go the same way.
  */
 let dirty: H2Hop[] = [];
+/** The list being flushed; the two trade places at each flush, so neither is allocated anew. */
+let flushing: H2Hop[] = [];
 let flushScheduled = false;
-/** A read is being handled: its frames are written as it ends, no tick needed. */
-let reading = false;
 function flushAll(): void {
   flushScheduled = false;
   if (dirty.length === 0) return;
   // A flush only writes: no hop is queued to while this runs.
   const hops = dirty;
-  dirty = [];
+  dirty = flushing;
+  flushing = hops;
   for (let i = 0; i < hops.length; i++) hops[i]!.flush();
+  hops.length = 0;
 }
 
 export class H2Hop {
@@ -403,14 +408,14 @@ export class H2Hop {
     this.listDirty();
   }
 
-  /** Frames are queued: this hop is written as the read ends, or on the next tick. */
+  /** Frames are queued: this hop is written once the event loop has read every readable socket. */
   private listDirty(): void {
     if (this.listed) return;
     this.listed = true;
     dirty.push(this);
-    if (!flushScheduled && !reading) {
+    if (!flushScheduled) {
       flushScheduled = true;
-      process.nextTick(flushAll);
+      setImmediate(flushAll);
     }
   }
 
@@ -432,16 +437,12 @@ export class H2Hop {
 
   private read(chunk: Buffer): void {
     if (this.closed) return;
-    reading = true;
     try {
       this.parser.push(chunk);
     } catch (err) {
       const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
       this.host.failed?.(err);
       this.fail(code, err as Error);
-    } finally {
-      reading = false;
-      flushAll();
     }
   }
 
