@@ -7,7 +7,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { RPCSCOPE_BIN } from '../support/sidecar-process.ts';
+import { RPCSCOPE_BIN, startSidecarProcess } from '../support/sidecar-process.ts';
 
 const fixtures = join(import.meta.dirname, '../../sidecar/test/fixtures');
 const { version } = JSON.parse(readFileSync(join(import.meta.dirname, '../../sidecar/package.json'), 'utf8')) as { version: string };
@@ -87,5 +87,26 @@ describe('rpcscope --help', () => {
     assert.match(r.stdout, /^ {2}--balance round_robin\|least_request\|ewma\|sticky {2}outbound:/m);
     assert.match(r.stdout, /^ {2}--access-log off\|stdout\|stderr\|FILE +one JSON line per call/m);
     assert.ok(r.stdout.split('\n').every((l) => l.length <= 110));
+  });
+});
+
+describe('the rpcscope command', () => {
+  /** The Node process rpcscope runs as (the script execs it: one pid), and its argv. */
+  async function argvOf(env: Record<string, string>): Promise<string[]> {
+    const sc = await startSidecarProcess(['--upstream', 'http://127.0.0.1:1', '--log-level', 'info'], env);
+    try {
+      return readFileSync(`/proc/${sc.proc.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    } finally {
+      await sc.stop();
+    }
+  }
+
+  it('runs Node with a 4 MiB young generation semi-space, unless NODE_OPTIONS sets one', async () => {
+    const plain = await argvOf({});
+    // A Node option: before the bundle, not among rpcscope's own arguments.
+    const at = plain.indexOf('--max-semi-space-size=4');
+    assert.ok(at > 0 && plain[at + 1]!.endsWith('dist/rpcscope.cjs'), plain.join(' '));
+    const own = await argvOf({ NODE_OPTIONS: '--max-semi-space-size=2' });
+    assert.ok(!own.some((a) => a.startsWith('--max-semi-space-size')), `NODE_OPTIONS's value stands alone: ${own.join(' ')}`);
   });
 });
