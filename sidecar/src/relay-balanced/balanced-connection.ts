@@ -56,12 +56,12 @@ export class BalancedConnection {
 
   constructor(private readonly ctx: ProxyContext, private readonly conn: ConnectionRecord, private readonly socket: net.Socket, private readonly endpoints: EndpointHops) {
     socket.setNoDelay(true);
-    // Floods are cut before their frames are read (frame-budget.ts).
-    socket.prependListener('data', (chunk: Buffer) => {
-      const flood = this.budget.read(chunk);
-      if (flood) this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
-    });
     this.hop = new H2Hop(socket, 'server', {
+      // Floods are cut before their frames are read (frame-budget.ts).
+      screen: (chunk) => {
+        const flood = this.budget.read(chunk);
+        if (flood) this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
+      },
       opened: (id, list, end, overflowed, listSize) => this.opened(id, list, end, overflowed, listSize),
       settled: () => {},
       goaway: (_last, code) => ctx.observer.goaway('client', code),

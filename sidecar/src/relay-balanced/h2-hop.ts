@@ -69,6 +69,8 @@ export interface HopHost {
   dataFrameSent?(): void;
   /** The peer's bytes could not be read (a connection error, or a fault of rpcscope's own): GOAWAY went, the connection closes. */
   failed?(err: unknown): void;
+  /** Every piece the socket reads, before its frames are: a flood is cut here (the hop is then closed and reads nothing more). */
+  screen?(chunk: Buffer): void;
 }
 
 export interface HopWindows {
@@ -436,6 +438,8 @@ export class H2Hop {
   }
 
   private read(chunk: Buffer): void {
+    // One 'data' listener per socket: the screen is called from here, not as a listener of its own.
+    this.host.screen?.(chunk);
     if (this.closed) return;
     try {
       this.parser.push(chunk);
