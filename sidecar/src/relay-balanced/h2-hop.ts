@@ -21,7 +21,7 @@
 // window is shut; what waits is bounded by the windows this hop gave.
 //
 // Writes: every frame queued while the event loop handles the sockets that were
-// readable goes out in one write per socket once it has (`flushAll`). Frames are
+// readable goes out in one write per socket once it has (`writeSoon`). Frames are
 // written in place into a staging buffer (hop-output.ts).
 import type net from 'node:net';
 import { Http2Error } from '../protocol/reset-codes.ts';
@@ -32,7 +32,7 @@ import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
 import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
-import { HopOutput, writeFrameHeader } from './hop-output.ts';
+import { HopOutput, writeFrameHeader, writeSoon } from './hop-output.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -105,36 +105,14 @@ export class HopStream {
   }
 }
 
-/**
- * Hops with frames queued. They are written once the event loop has handled every
- * socket that was readable (setImmediate runs after the poll phase): what several
- * clients' reads queue on one shared endpoint connection goes in one write, as
- * nghttpx and Envoy write at the end of an event loop iteration. A timer's frames
- * (a deadline, a PING) go the same way.
- */
-let dirty: H2Hop[] = [];
-/** The list being flushed; the two trade places at each flush, so neither is allocated anew. */
-let flushing: H2Hop[] = [];
-let flushScheduled = false;
-function flushAll(): void {
-  flushScheduled = false;
-  if (dirty.length === 0) return;
-  // A flush only writes: no hop is queued to while this runs.
-  const hops = dirty;
-  dirty = flushing;
-  flushing = hops;
-  for (let i = 0; i < hops.length; i++) hops[i]!.flush();
-  hops.length = 0;
-}
-
 export class H2Hop {
   readonly streams = new Map<number, HopStream>();
   private readonly parser: FrameParser;
   private readonly decoder = new HpackDecoder(DEFAULT_TABLE_SIZE, MAX_HEADER_LIST_SIZE);
   private readonly encoder = new HpackEncoder();
   private readonly out = new HopOutput();
-  /** Whether this hop is among the `dirty` ones. */
-  private listed = false;
+  /** Whether this hop is listed to be written (hop-output.ts). */
+  listed = false;
   /** Streams with DATA waiting for the connection's window. */
   private readonly blocked = new Set<HopStream>();
   private sendWindow = DEFAULT_WINDOW;
@@ -412,13 +390,7 @@ export class H2Hop {
 
   /** Frames are queued: this hop is written once the event loop has read every readable socket. */
   private listDirty(): void {
-    if (this.listed) return;
-    this.listed = true;
-    dirty.push(this);
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flushAll);
-    }
+    if (!this.listed) writeSoon(this);
   }
 
   /** Writes what is queued in one write (hop-output.ts). */

@@ -1,4 +1,5 @@
-// What one hop of the balanced relay has queued for its next write. Frames are
+// What one hop of the balanced relay has queued for its next write, and when it
+// is written (writeSoon: once per event loop iteration). Frames are
 // written in place into a staging buffer — frame headers, header blocks encoded
 // straight into it, small DATA payloads copied — so a call's frames cost no
 // Buffer each; large payloads are queued by reference instead of copied. A write
@@ -112,6 +113,45 @@ export class HopOutput {
     this.refs = undefined;
     this.marks = undefined;
     this.bytes = 0;
+  }
+}
+
+/** A hop as the write schedule sees it: listed once until it flushes. */
+export interface Writer {
+  listed: boolean;
+  flush(): void;
+}
+
+/**
+ * Hops with frames queued. They are written once the event loop has handled every
+ * socket that was readable (setImmediate runs after the poll phase): what several
+ * clients' reads queue on one shared endpoint connection goes in one write, as
+ * nghttpx and Envoy write at the end of an event loop iteration. A timer's frames
+ * (a deadline, a PING) go the same way.
+ */
+let dirty: Writer[] = [];
+/** The list being flushed; the two trade places at each flush, so neither is allocated anew. */
+let flushing: Writer[] = [];
+let flushScheduled = false;
+
+function flushAll(): void {
+  flushScheduled = false;
+  if (dirty.length === 0) return;
+  // A flush only writes: no hop is queued to while this runs.
+  const hops = dirty;
+  dirty = flushing;
+  flushing = hops;
+  for (let i = 0; i < hops.length; i++) hops[i]!.flush();
+  hops.length = 0;
+}
+
+/** Lists `hop` (not listed yet) to be written once the event loop has read every readable socket. */
+export function writeSoon(hop: Writer): void {
+  hop.listed = true;
+  dirty.push(hop);
+  if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(flushAll);
   }
 }
 
