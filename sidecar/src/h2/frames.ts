@@ -5,12 +5,19 @@ import { FRAME_HEADER_LENGTH, Flag, FrameType } from './frame-types.ts';
 
 export function frame(type: number, flags: number, streamId: number, payload: Buffer = EMPTY): Buffer {
   const out = Buffer.allocUnsafe(FRAME_HEADER_LENGTH + payload.length);
-  out.writeUIntBE(payload.length, 0, 3);
-  out[3] = type;
-  out[4] = flags;
-  out.writeUInt32BE(streamId & 0x7fffffff, 5);
+  writeFrameHeader(out, 0, payload.length, type, flags, streamId);
   payload.copy(out, FRAME_HEADER_LENGTH);
   return out;
+}
+
+/** Writes a frame header (RFC 9113 §4.1) into `b` at `at`: 24-bit length, type, flags, the reserved bit cleared and a 31-bit stream id. */
+export function writeFrameHeader(b: Buffer, at: number, length: number, type: number, flags: number, streamId: number): void {
+  b[at] = length >>> 16;
+  b[at + 1] = (length >>> 8) & 0xff;
+  b[at + 2] = length & 0xff;
+  b[at + 3] = type;
+  b[at + 4] = flags;
+  b.writeUInt32BE(streamId & 0x7fffffff, at + 5);
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -26,13 +26,13 @@
 import type net from 'node:net';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { CLIENT_PREFACE, DEFAULT_MAX_FRAME_SIZE, DEFAULT_WINDOW, FRAME_HEADER_LENGTH, Flag, FrameType, MAX_WINDOW, Setting } from '../h2/frame-types.ts';
-import { SETTINGS_ACK, frame, goawayFrame, rstStreamFrame, windowUpdateFrame } from '../h2/frames.ts';
+import { SETTINGS_ACK, frame, goawayFrame, headerBlockFrames, rstStreamFrame, windowUpdateFrame, writeFrameHeader } from '../h2/frames.ts';
 import { MAX_HEADER_LIST_SIZE } from '../h2/header-list-size.ts';
 import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame-parser.ts';
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
 import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
-import { HopOutput, writeFrameHeader, writeSoon } from './hop-output.ts';
+import { HopOutput, writeSoon } from './hop-output.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -226,14 +226,8 @@ export class H2Hop {
       writeFrameHeader(stage, start, length, FrameType.HEADERS, Flag.END_HEADERS | endFlag, s.id);
       out.advance(FRAME_HEADER_LENGTH + length);
     } else {
-      // Past the peer's frame size: HEADERS and CONTINUATIONs (RFC 9113 §6.10), from a copy of the block.
-      const block = Buffer.from(stage.subarray(start + FRAME_HEADER_LENGTH, start + FRAME_HEADER_LENGTH + length));
-      for (let at = 0; at < length; at += max) {
-        const last = at + max >= length;
-        const piece = block.subarray(at, at + max);
-        out.frameHeader(piece.length, at === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, (at === 0 ? endFlag : 0) | (last ? Flag.END_HEADERS : 0), s.id);
-        out.put(piece);
-      }
+      // Past the peer's frame size (rare): HEADERS and CONTINUATIONs (RFC 9113 §6.10), made from the block encoded in the stage.
+      out.put(headerBlockFrames(s.id, stage.subarray(start + FRAME_HEADER_LENGTH, start + FRAME_HEADER_LENGTH + length), end, max));
     }
     this.listDirty();
     if (end) this.endLocal(s);

@@ -15,6 +15,7 @@
 // | the write                        | one write; corked pieces when any went by reference | one system call either way            |
 import type net from 'node:net';
 import { FRAME_HEADER_LENGTH } from '../h2/frame-types.ts';
+import { writeFrameHeader } from '../h2/frames.ts';
 
 /** A staging buffer's size: a read's worth of small frames. */
 const STAGE_SIZE = 16 * 1024;
@@ -153,16 +154,6 @@ export function writeSoon(hop: Writer): void {
     flushScheduled = true;
     setImmediate(flushAll);
   }
-}
-
-/** Writes a frame header (RFC 9113 §4.1) into `b` at `at`. */
-export function writeFrameHeader(b: Buffer, at: number, length: number, type: number, flags: number, streamId: number): void {
-  b[at] = length >>> 16;
-  b[at + 1] = (length >>> 8) & 0xff;
-  b[at + 2] = length & 0xff;
-  b[at + 3] = type;
-  b[at + 4] = flags;
-  b.writeUInt32BE(streamId & 0x7fffffff, at + 5);
 }
 
 /** The stage's octets [from, to) as a Buffer of their own: the stage is reused once the write is handed over. */

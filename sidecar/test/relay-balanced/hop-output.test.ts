@@ -7,7 +7,8 @@ import net from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FRAME_HEADER_LENGTH } from '../../src/h2/frame-types.ts';
-import { HopOutput, writeFrameHeader } from '../../src/relay-balanced/hop-output.ts';
+import { writeFrameHeader } from '../../src/h2/frames.ts';
+import { HopOutput } from '../../src/relay-balanced/hop-output.ts';
 
 /**
  * A socket pair on loopback: what the writer sends, `received` resolves with once
