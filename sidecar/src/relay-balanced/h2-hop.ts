@@ -32,7 +32,7 @@ import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
 import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
-import { HopOutput, writeSoon } from './hop-output.ts';
+import { afterRead, HopOutput, writeSoon } from './hop-output.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -414,6 +414,7 @@ export class H2Hop {
       this.host.failed?.(err);
       this.fail(code, err as Error);
     }
+    afterRead();
   }
 
   /** A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then close. */

@@ -129,14 +129,31 @@ export interface Writer {
  * clients' reads queue on one shared endpoint connection goes in one write, as
  * nghttpx and Envoy write at the end of an event loop iteration. A timer's frames
  * (a deadline, a PING) go the same way.
+ *
+ * When the loop is quiet (its last iteration read one socket at most: calls one
+ * at a time, or a few a second), no other read is likely to join this one's
+ * write, so the first read of an iteration is written as soon as it is parsed:
+ * its call does not wait for the check phase (afterRead). A later read in the
+ * same iteration is written after the poll phase as usual, so a burst of reads
+ * still shares its writes.
  */
 let dirty: Writer[] = [];
 /** The list being flushed; the two trade places at each flush, so neither is allocated anew. */
 let flushing: Writer[] = [];
 let flushScheduled = false;
+/** Reads handled in this event loop iteration, and whether the last iteration had one at most. */
+let reads = 0;
+let quiet = false;
 
-function flushAll(): void {
+/** The end of an event loop iteration (the check phase): what is queued is written. */
+function endOfIteration(): void {
   flushScheduled = false;
+  quiet = reads <= 1;
+  reads = 0;
+  flushDirty();
+}
+
+function flushDirty(): void {
   if (dirty.length === 0) return;
   // A flush only writes: no hop is queued to while this runs.
   const hops = dirty;
@@ -146,14 +163,25 @@ function flushAll(): void {
   hops.length = 0;
 }
 
+function scheduleFlush(): void {
+  if (!flushScheduled) {
+    flushScheduled = true;
+    setImmediate(endOfIteration);
+  }
+}
+
 /** Lists `hop` (not listed yet) to be written once the event loop has read every readable socket. */
 export function writeSoon(hop: Writer): void {
   hop.listed = true;
   dirty.push(hop);
-  if (!flushScheduled) {
-    flushScheduled = true;
-    setImmediate(flushAll);
-  }
+  scheduleFlush();
+}
+
+/** A hop's socket was read and parsed: in a quiet loop, the first read of an iteration is written now. */
+export function afterRead(): void {
+  if (++reads === 1 && quiet) flushDirty();
+  // The check phase counts this iteration's reads even when nothing waits to be written.
+  scheduleFlush();
 }
 
 /** The stage's octets [from, to) as a Buffer of their own: the stage is reused once the write is handed over. */

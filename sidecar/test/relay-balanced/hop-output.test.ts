@@ -1,14 +1,16 @@
 // A hop's output (hop-output.ts) over a real loopback socket: whatever mix of
 // frame headers, small payloads copied into the stage and large ones passed by
 // reference is queued, the peer reads exactly those octets in that order, and a
-// staging buffer handed back is reused without touching what was written.
+// staging buffer handed back is reused without touching what was written. And
+// when what is queued is written: after the poll phase, or at once for the first
+// read of a quiet loop.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FRAME_HEADER_LENGTH } from '../../src/h2/frame-types.ts';
 import { writeFrameHeader } from '../../src/h2/frames.ts';
-import { HopOutput } from '../../src/relay-balanced/hop-output.ts';
+import { afterRead, HopOutput, writeSoon, type Writer } from '../../src/relay-balanced/hop-output.ts';
 
 /**
  * A socket pair on loopback: what the writer sends, `received` resolves with once
@@ -82,5 +84,72 @@ describe('hop output', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('write schedule', () => {
+  /** A hop as the schedule sees it, counting its flushes. */
+  const hop = (): Writer & { flushes: number } => {
+    const w = {
+      listed: false,
+      flushes: 0,
+      flush(): void {
+        w.listed = false;
+        w.flushes++;
+      },
+    };
+    return w;
+  };
+  /** Lets the event loop reach its check phase, where the schedule ends an iteration. */
+  const nextIteration = (): Promise<void> => new Promise((r) => setImmediate(r));
+  /** An iteration that read `n` sockets, queuing nothing: the loop is quiet after one, busy after several. */
+  const iterationOf = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) afterRead();
+    await nextIteration();
+  };
+  /** A read that queued frames on `h`, as H2Hop's does. */
+  const read = (h: Writer): void => {
+    if (!h.listed) writeSoon(h);
+    afterRead();
+  };
+
+  it('writes the first read of an iteration at once when the last iteration read one socket at most, and later reads after the poll phase', async () => {
+    await iterationOf(1);
+    const first = hop();
+    read(first);
+    assert.equal(first.flushes, 1, 'a quiet loop writes the first read as soon as it is parsed');
+    const second = hop();
+    read(second);
+    read(first);
+    assert.equal(second.flushes, 0, 'a second read in the iteration waits for the check phase');
+    assert.equal(first.flushes, 1);
+    await nextIteration();
+    assert.equal(second.flushes, 1);
+    assert.equal(first.flushes, 2);
+  });
+
+  it('after an iteration of several reads, writes each hop once after the poll phase, whatever the reads queued on it', async () => {
+    await iterationOf(2);
+    const shared = hop();
+    const other = hop();
+    read(shared);
+    read(other);
+    read(shared);
+    assert.equal(shared.flushes + other.flushes, 0, 'a busy loop writes nothing before the check phase');
+    await nextIteration();
+    assert.equal(shared.flushes, 1);
+    assert.equal(other.flushes, 1);
+  });
+
+  it('goes back to writing at once once an iteration reads one socket again', async () => {
+    await iterationOf(2);
+    const busy = hop();
+    read(busy);
+    await nextIteration();
+    assert.equal(busy.flushes, 1);
+    const quiet = hop();
+    read(quiet);
+    assert.equal(quiet.flushes, 1);
+    await nextIteration();
   });
 });
