@@ -160,7 +160,8 @@ function flushDirty(): void {
   dirty = flushing;
   flushing = hops;
   for (let i = 0; i < hops.length; i++) hops[i]!.flush();
-  hops.length = 0;
+  // Emptied by pops: setting `length` is a call into V8's runtime, a pop is not.
+  while (hops.length > 0) hops.pop();
 }
 
 function scheduleFlush(): void {

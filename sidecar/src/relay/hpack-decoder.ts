@@ -88,9 +88,11 @@ export class HpackDecoder {
   /** Decodes one complete header block; throws HpackError on malformed input. */
   decode(block: Uint8Array): HeaderList {
     const out = this.out;
-    out.length = 0;
+    // Emptied by pops: setting `length` is a call into V8's runtime, a pop is not.
+    while (out.length > 0) out.pop();
     this.listOctets = 0;
-    this.neverIndexed.length = 0;
+    const never = this.neverIndexed;
+    while (never.length > 0) never.pop();
     let i = 0;
     const end = block.length;
     let headerSeen = false;

@@ -185,15 +185,18 @@ export class HpackEncoder {
   }
 
   private putField(out: Buffer, at: number, name: string, value: string, never: boolean): number {
-    const how = never ? 'never' : this.indexing(name, value, this.max);
     const entries = this.byName.get(name);
-    if (how !== 'never') {
-      // §6.1: the whole field from the static table, else the dynamic table.
+    if (!never) {
+      // §6.1: the whole field from the static table, else the dynamic table. The
+      // policy is asked only for a literal: a field it never indexes is whole in
+      // neither table (the static table holds no value of those names, and this
+      // encoder inserts none of them), so a hit is never such a field.
       const whole = STATIC_FIELD_INDEX.get(name)?.get(value);
       if (whole !== undefined) return putInt(out, at, whole, 7, 0x80);
       const a = entries?.values.get(value);
       if (a !== undefined) return putInt(out, at, STATIC_LENGTH + this.inserted - a, 7, 0x80);
     }
+    const how = never ? 'never' : this.indexing(name, value, this.max);
     // §6.2: a literal, the name by index when either table has it.
     const nameIndex = STATIC_NAME_INDEX.get(name) ?? (entries ? STATIC_LENGTH + this.inserted - entries.newest : 0);
     if (how === 'incremental') at = putInt(out, at, nameIndex, 6, 0x40);
