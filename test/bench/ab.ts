@@ -1,0 +1,86 @@
+// An A/B of two builds of the sidecar on the balanced relay: the same three
+// nghttpd endpoints, the same h2load shapes, the two bundles taking turns in
+// each round, so that a change's effect is read beside its own baseline rather
+// than across runs hours apart (the machine drifts more than most changes move).
+// Each bundle runs as bin/rpcscope runs it (node --max-semi-space-size=4),
+// pinned to core 0, h2load on core 1, as an outbound sidecar balancing gRPC
+// unary 256 B calls round robin: a warm-up at saturation, then saturation
+// (c16 m10), 2,000 calls/s over 8 connections one call at a time, and c=1.
+// CPU per call is the sidecar's utime + stime over the phase's calls; c=1 also
+// gives h2load's p50.
+//
+//   cp sidecar/dist/rpcscope.cjs /tmp/before.cjs    # before the change
+//   node sidecar/build.mjs                           # after it
+//   node --import tsx test/bench/ab.ts /tmp/before.cjs sidecar/dist/rpcscope.cjs [--rounds 3] [--phases saturation,rate,c1]
+//
+// Prints one Markdown row per bundle: each phase's median and its rounds.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { median } from './bench-report.ts';
+import { cpuSeconds, freePort, waitForPort } from './bench-stats.ts';
+import { h2load } from './h2load.ts';
+import { startNghttpd } from './upstreams.ts';
+import { workloads, writeFiles } from './workloads.ts';
+
+const args = process.argv.slice(2);
+const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const bundles = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
+const ROUNDS = Number(value('--rounds') ?? 3);
+const PHASES = (value('--phases') ?? 'saturation,rate,c1').split(',');
+const KNOWN = ['saturation', 'rate', 'c1'];
+if (bundles.length !== 2) throw new Error('give two bundles: node --import tsx test/bench/ab.ts A.cjs B.cjs');
+for (const b of bundles) if (!existsSync(b)) throw new Error(`no bundle at ${b}`);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`--rounds must be a positive integer, got ${value('--rounds')}`);
+for (const p of PHASES) if (!KNOWN.includes(p)) throw new Error(`--phases takes ${KNOWN.join(', ')}; got ${p}`);
+
+const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-ab-'));
+const files = writeFiles(work);
+const w = workloads(work, files, 2000, 2000).find((x) => x.id === 'grpc-256')!;
+const endpoints = [await startNghttpd(files.docroot), await startNghttpd(files.docroot), await startNghttpd(files.docroot)];
+const SHAPES: Record<string, { shape: readonly string[]; calls: number }> = {
+  saturation: { shape: w.saturation, calls: 60_000 },
+  rate: { shape: w.spread, calls: 10_000 },
+  c1: { shape: ['-c', '1', '-m', '1'], calls: 5_000 },
+};
+
+/** Per bundle, per figure, the rounds' values. */
+const figures = bundles.map(() => new Map<string, number[]>());
+const add = (b: number, name: string, v: number): void => {
+  const m = figures[b]!;
+  m.set(name, [...(m.get(name) ?? []), v]);
+};
+
+try {
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (let b = 0; b < bundles.length; b++) {
+      process.stderr.write(`round ${round}: ${bundles[b]}\n`);
+      const port = await freePort();
+      const sidecar = spawn('taskset', ['-c', '0', process.execPath, '--max-semi-space-size=4', bundles[b]!, '--listen', `127.0.0.1:${port}`, '--admin', '127.0.0.1:0', '--mode', 'outbound', '--upstream', 'http://bench.test:80', '--endpoints', endpoints.map((e) => new URL(e.url).host).join(','), '--balance', 'round_robin', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2', '--log-level', 'warn'], { stdio: 'ignore' });
+      try {
+        await waitForPort(port, 'rpcscope');
+        const url = `http://127.0.0.1:${port}${w.path}`;
+        h2load(url, w.saturation, w.request, 10_000, '1');
+        for (const phase of PHASES) {
+          const { shape, calls } = SHAPES[phase]!;
+          const before = cpuSeconds(sidecar.pid!);
+          const load = h2load(url, shape, w.request, calls, '1');
+          add(b, `${phase} CPU µs/call`, ((cpuSeconds(sidecar.pid!) - before) / (load.ok + load.failed)) * 1e6);
+          if (phase === 'c1') add(b, 'c1 p50 µs', load.p50Us);
+        }
+      } finally {
+        sidecar.kill('SIGTERM');
+        await new Promise((r) => sidecar.once('exit', r));
+      }
+    }
+  }
+} finally {
+  for (const e of endpoints) e.stop();
+}
+
+const names = [...figures[0]!.keys()];
+const cell = (xs: number[]): string => `${median(xs).toFixed(1)} (${xs.map((x) => x.toFixed(1)).join(', ')})`;
+console.log(`| bundle | ${names.join(' | ')} |`);
+console.log(`|---|${names.map(() => '---').join('|')}|`);
+bundles.forEach((b, i) => console.log(`| ${basename(b)} | ${names.map((n) => cell(figures[i]!.get(n)!)).join(' | ')} |`));
