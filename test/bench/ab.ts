@@ -70,8 +70,12 @@ try {
           if (phase === 'c1') add(b, 'c1 p50 µs', load.p50Us);
         }
       } finally {
-        sidecar.kill('SIGTERM');
-        await new Promise((r) => sidecar.once('exit', r));
+        // A sidecar that exited already (a bad bundle) is not waited for.
+        if (sidecar.exitCode === null && sidecar.signalCode === null) {
+          const exited = new Promise((r) => sidecar.once('exit', r));
+          sidecar.kill('SIGTERM');
+          await exited;
+        }
       }
     }
   }

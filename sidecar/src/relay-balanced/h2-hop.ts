@@ -21,7 +21,8 @@
 // window is shut; what waits is bounded by the windows this hop gave.
 //
 // Writes: every frame queued while the event loop handles the sockets that were
-// readable goes out in one write per socket once it has (`writeSoon`). Frames are
+// readable goes out in one write per socket once it has (`writeSoon`), or, in a
+// quiet loop, as soon as the first read is parsed (`afterRead`). Frames are
 // written in place into a staging buffer (hop-output.ts).
 import type net from 'node:net';
 import { Http2Error } from '../protocol/reset-codes.ts';

@@ -1,5 +1,6 @@
 // What one hop of the balanced relay has queued for its next write, and when it
-// is written (writeSoon: once per event loop iteration). Frames are
+// is written (writeSoon: once per event loop iteration; afterRead: at once for
+// the first read of a quiet loop). Frames are
 // written in place into a staging buffer — frame headers, header blocks encoded
 // straight into it, small DATA payloads copied — so a call's frames cost no
 // Buffer each; large payloads are queued by reference instead of copied. A write
