@@ -4,8 +4,8 @@
 // than across runs hours apart (the machine drifts more than most changes move).
 // Each bundle runs as bin/rpcscope runs it (node --max-semi-space-size=4),
 // pinned to core 0, h2load on core 1, as an outbound sidecar balancing gRPC
-// unary 256 B calls round robin: a warm-up at saturation, then saturation
-// (c16 m10), 2,000 calls/s over 8 connections one call at a time, and c=1.
+// unary 256 B calls round robin: saturation (c16 m10), 2,000 calls/s over 8
+// connections one call at a time, and c=1, each after a warm-up of its shape.
 // CPU per call is the sidecar's utime + stime over the phase's calls; c=1 also
 // gives h2load's p50.
 //
@@ -39,10 +39,11 @@ const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-ab-'));
 const files = writeFiles(work);
 const w = workloads(work, files, 2000, 2000).find((x) => x.id === 'grpc-256')!;
 const endpoints = [await startNghttpd(files.docroot), await startNghttpd(files.docroot), await startNghttpd(files.docroot)];
-const SHAPES: Record<string, { shape: readonly string[]; calls: number }> = {
-  saturation: { shape: w.saturation, calls: 60_000 },
-  rate: { shape: w.spread, calls: 10_000 },
-  c1: { shape: ['-c', '1', '-m', '1'], calls: 5_000 },
+/** Each phase's shape, its measured calls, and the calls of the unmeasured warm-up before it (as balanced.ts warms each load). */
+const SHAPES: Record<string, { shape: readonly string[]; calls: number; warm: number }> = {
+  saturation: { shape: w.saturation, calls: 60_000, warm: 10_000 },
+  rate: { shape: w.spread, calls: 10_000, warm: 2_000 },
+  c1: { shape: ['-c', '1', '-m', '1'], calls: 5_000, warm: 500 },
 };
 
 /** Per bundle, per figure, the rounds' values. */
@@ -61,9 +62,9 @@ try {
       try {
         await waitForPort(port, 'rpcscope');
         const url = `http://127.0.0.1:${port}${w.path}`;
-        h2load(url, w.saturation, w.request, 10_000, '1');
         for (const phase of PHASES) {
-          const { shape, calls } = SHAPES[phase]!;
+          const { shape, calls, warm } = SHAPES[phase]!;
+          h2load(url, shape, w.request, warm, '1');
           const before = cpuSeconds(sidecar.pid!);
           const load = h2load(url, shape, w.request, calls, '1');
           add(b, `${phase} CPU µs/call`, ((cpuSeconds(sidecar.pid!) - before) / (load.ok + load.failed)) * 1e6);
