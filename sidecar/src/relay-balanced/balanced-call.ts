@@ -32,6 +32,7 @@ import type { ProxyContext } from '../upstream/context.ts';
 import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries.ts';
 import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
 import type { H2Hop, HopStream, StreamSink } from './h2-hop.ts';
+import { whenWritten, type Written } from './hop-output.ts';
 
 /** What a call tells the client connection it is on. */
 export interface CallHooks {
@@ -69,7 +70,7 @@ class ClientSide implements StreamSink {
  * endpoint connection, whose sink the call is itself (the EndpointStreamSink
  * methods, headers to refused).
  */
-export class BalancedCall implements EndpointStreamSink {
+export class BalancedCall implements EndpointStreamSink, Written {
   readonly call: Call;
   private readonly down: HopStream;
   private ep: EndpointHop | undefined;
@@ -90,6 +91,8 @@ export class BalancedCall implements EndpointStreamSink {
   private ended = false;
   private readonly contentType: string | undefined;
   private readonly base64: boolean;
+  /** How the call ended, for its record once written. */
+  private endReset: CallReset | undefined;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -390,7 +393,19 @@ export class BalancedCall implements EndpointStreamSink {
     this.ended = true;
     this.doneUpstream();
     this.letGo();
-    this.call.end(reset);
+    this.endReset = reset;
+    // The record, metrics and picker learn of the end once the read that ended it is written (hop-output.ts).
+    whenWritten(this);
     this.connection.ended(this.down.id);
+  }
+
+  /** The call's end is recorded (Written). */
+  written(): void {
+    try {
+      this.call.end(this.endReset);
+    } catch (err) {
+      // Recorded outside the read that ended the call: a fault here stays the observer's.
+      this.ctx.faults.internalError('observer', err);
+    }
   }
 }

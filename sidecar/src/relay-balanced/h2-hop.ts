@@ -33,7 +33,7 @@ import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
 import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
-import { afterRead, HopOutput, writeSoon } from './hop-output.ts';
+import { afterRead, beforeRead, HopOutput, writeSoon } from './hop-output.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -408,14 +408,16 @@ export class H2Hop {
     // One 'data' listener per socket: the screen is called from here, not as a listener of its own.
     this.host.screen?.(chunk);
     if (this.closed) return;
+    beforeRead();
     try {
       this.parser.push(chunk);
     } catch (err) {
       const code = err instanceof FrameError ? err.h2Code : Http2Error.INTERNAL_ERROR;
       this.host.failed?.(err);
       this.fail(code, err as Error);
+    } finally {
+      afterRead();
     }
-    afterRead();
   }
 
   /** A connection error (RFC 9113 §5.4.1): GOAWAY with `code`, then close. */

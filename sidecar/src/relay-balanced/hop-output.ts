@@ -1,6 +1,7 @@
 // What one hop of the balanced relay has queued for its next write, and when it
 // is written (writeSoon: once per event loop iteration; afterRead: at once for
-// the first read of a quiet loop). Frames are
+// the first read of a quiet loop, and only then what the read ended is recorded,
+// whenWritten). Frames are
 // written in place into a staging buffer — frame headers, header blocks encoded
 // straight into it, small DATA payloads copied — so a call's frames cost no
 // Buffer each; large payloads are queued by reference instead of copied. A write
@@ -145,6 +146,10 @@ let flushScheduled = false;
 /** Reads handled in this event loop iteration, and whether the last iteration had one at most. */
 let reads = 0;
 let quiet = false;
+/** A hop's read is being parsed; what ended in it waits for afterRead (whenWritten). */
+let reading = false;
+let waiting: Written[] = [];
+let settling: Written[] = [];
 
 /** The end of an event loop iteration (the check phase): what is queued is written. */
 function endOfIteration(): void {
@@ -179,11 +184,41 @@ export function writeSoon(hop: Writer): void {
   scheduleFlush();
 }
 
-/** A hop's socket was read and parsed: in a quiet loop, the first read of an iteration is written now. */
+/** Something whose bookkeeping can wait until the read that ended it has been written (a call's end). */
+export interface Written {
+  written(): void;
+}
+
+/** A hop's socket is being read: what ends in the read may wait for afterRead (whenWritten). */
+export function beforeRead(): void {
+  reading = true;
+}
+
+/**
+ * A hop's socket was read and parsed: in a quiet loop, the first read of an
+ * iteration is written now; then what ended in the read is settled, so a
+ * call's answer is not held up by the recording of its end.
+ */
 export function afterRead(): void {
+  reading = false;
   if (++reads === 1 && quiet) flushDirty();
   // The check phase counts this iteration's reads even when nothing waits to be written.
   scheduleFlush();
+  if (waiting.length > 0) settle();
+}
+
+/** `w` ended: settled after the current read's writes (in a quiet loop) when one is being read, else now. */
+export function whenWritten(w: Written): void {
+  if (reading) waiting.push(w);
+  else w.written();
+}
+
+function settle(): void {
+  const list = waiting;
+  waiting = settling;
+  settling = list;
+  for (let i = 0; i < list.length; i++) list[i]!.written();
+  while (list.length > 0) list.pop();
 }
 
 /** The stage's octets [from, to) as a Buffer of their own: the stage is reused once the write is handed over. */

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FRAME_HEADER_LENGTH } from '../../src/h2/frame-types.ts';
 import { writeFrameHeader } from '../../src/h2/frames.ts';
-import { afterRead, HopOutput, writeSoon, type Writer } from '../../src/relay-balanced/hop-output.ts';
+import { afterRead, beforeRead, HopOutput, whenWritten, writeSoon, type Writer } from '../../src/relay-balanced/hop-output.ts';
 
 /**
  * A socket pair on loopback: what the writer sends, `received` resolves with once
@@ -139,6 +139,21 @@ describe('write schedule', () => {
     await nextIteration();
     assert.equal(shared.flushes, 1);
     assert.equal(other.flushes, 1);
+  });
+
+  it('settles what a read ended once that read is written in a quiet loop, and at once outside a read', async () => {
+    await iterationOf(1);
+    const h = hop();
+    const order: string[] = [];
+    beforeRead();
+    writeSoon(h);
+    whenWritten({ written: () => void order.push(`a call's end, after ${h.flushes} write`) });
+    assert.equal(order.length, 0, 'nothing is settled while the read is parsed');
+    afterRead();
+    assert.deepEqual(order, ["a call's end, after 1 write"]);
+    whenWritten({ written: () => void order.push('an end outside a read') });
+    assert.deepEqual(order, ["a call's end, after 1 write", 'an end outside a read']);
+    await nextIteration();
   });
 
   it('goes back to writing at once once an iteration reads one socket again', async () => {
