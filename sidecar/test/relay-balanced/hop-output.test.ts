@@ -104,11 +104,15 @@ describe('write schedule', () => {
   const nextIteration = (): Promise<void> => new Promise((r) => setImmediate(r));
   /** An iteration that read `n` sockets, queuing nothing: the loop is quiet after one, busy after several. */
   const iterationOf = async (n: number): Promise<void> => {
-    for (let i = 0; i < n; i++) afterRead();
+    for (let i = 0; i < n; i++) {
+      beforeRead();
+      afterRead();
+    }
     await nextIteration();
   };
   /** A read that queued frames on `h`, as H2Hop's does. */
   const read = (h: Writer): void => {
+    beforeRead();
     if (!h.listed) writeSoon(h);
     afterRead();
   };
