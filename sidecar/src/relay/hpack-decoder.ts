@@ -41,6 +41,20 @@ export class HpackDecoder {
    * (0 for the first field): a block written anew must keep them so (§6.2.3).
    */
   readonly neverIndexed: number[] = [];
+  /**
+   * The last value sent without indexing (§6.2.2) under each static name, as
+   * its octets on the wire and the string they decoded to. Such a field comes
+   * again on every message of a connection (nghttp2 and most HPACK encoders
+   * index no :path, content-length or etag), and a repeat is compared octet by
+   * octet instead of decoded anew: no Huffman decoding, no new string, and the
+   * same string each time (whose hash V8 keeps, for the encoder's lookups).
+   * Values over CACHED_VALUE_MAX octets, never-indexed ones, and any past
+   * CACHED_OCTETS_MAX octets kept in all are decoded each time, so a peer
+   * cannot make a connection hold more than that.
+   */
+  private cachedOctets: (Uint8Array | undefined)[] | undefined;
+  private cachedValues: string[] | undefined;
+  private cachedTotal = 0;
 
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
@@ -68,6 +82,11 @@ export class HpackDecoder {
 
   setLimit(limit: number): void {
     this.limit = limit;
+  }
+
+  /** Octets kept to compare repeated values without indexing with (`cachedOctets`): CACHED_OCTETS_MAX at most. */
+  get keptOctets(): number {
+    return this.cachedTotal;
   }
 
   /** The dynamic table's current size in octets (§4.1). */
@@ -121,8 +140,10 @@ export class HpackDecoder {
         this.evict(size);
       } else {
         // §6.2.2 without indexing, §6.2.3 never indexed: both 4-bit prefixes.
-        if (b & 0x10) this.neverIndexed.push(out.length / 2);
-        i = this.literal(block, i, 4, out);
+        if (b & 0x10) {
+          this.neverIndexed.push(out.length / 2);
+          i = this.literal(block, i, 4, out);
+        } else i = this.unindexed(block, i, out);
         headerSeen = true;
       }
     }
@@ -164,6 +185,37 @@ export class HpackDecoder {
     return cursor;
   }
 
+  /** A §6.2.2 literal without indexing: under a static name, its value may repeat the last one (`cachedOctets`). */
+  private unindexed(block: Uint8Array, i: number, out: HeaderList): number {
+    const index = readInt(block, i, 4);
+    if (index === 0 || index > STATIC_LENGTH) return this.literal(block, i, 4, out);
+    const at = cursor;
+    if (at >= block.length) throw new HpackError('string literal runs past the end of the block');
+    const len = readInt(block, at, 7);
+    const start = cursor;
+    const end = start + len;
+    if (end > block.length) throw new HpackError('string literal runs past the end of the block');
+    if (len > CACHED_VALUE_MAX) return this.literal(block, i, 4, out);
+    const name = STATIC_TABLE[index]![0];
+    const octets = (this.cachedOctets ??= new Array<Uint8Array | undefined>(STATIC_LENGTH + 1))[index];
+    // The octets from the string's first (its Huffman flag and length) to its last.
+    if (octets !== undefined && octets.length === end - at && sameOctets(octets, block, at)) {
+      this.emit(out, name, this.cachedValues![index]!);
+      return end;
+    }
+    const value = readString(block, at);
+    const held = octets?.length ?? 0;
+    if (this.cachedTotal - held + (end - at) <= CACHED_OCTETS_MAX) {
+      const kept = held === end - at ? octets! : new Uint8Array(end - at);
+      kept.set(block.subarray(at, end));
+      this.cachedOctets[index] = kept;
+      this.cachedTotal += kept.length - held;
+      (this.cachedValues ??= new Array<string>(STATIC_LENGTH + 1))[index] = value;
+    }
+    this.emit(out, name, value);
+    return end;
+  }
+
   private insert(name: string, value: string): void {
     const cost = name.length + value.length + ENTRY_OVERHEAD;
     // §4.4: an entry larger than the table empties it and is not added.
@@ -202,6 +254,17 @@ export class HpackDecoder {
     this.values = values;
     this.head = 0;
   }
+}
+
+/** The longest value the decoder keeps to compare with the next (`cachedOctets`): a :path of a gRPC method, a length, an etag. */
+const CACHED_VALUE_MAX = 128;
+/** The most octets a decoder keeps for that in all (a few such fields; the dynamic table holds 4,096). */
+const CACHED_OCTETS_MAX = 512;
+
+/** Whether `block` from `at` holds `octets`. */
+function sameOctets(octets: Uint8Array, block: Uint8Array, at: number): boolean {
+  for (let k = 0; k < octets.length; k++) if (octets[k] !== block[at + k]) return false;
+  return true;
 }
 
 /** Where the last readInt or readString stopped: a module variable rather than a returned tuple, so that reading allocates nothing. */

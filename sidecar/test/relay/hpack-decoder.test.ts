@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HpackDecoder, HpackError } from '../../src/relay/hpack-decoder.ts';
+import { HpackEncoder } from '../../src/relay/hpack-encoder.ts';
 import { encodeLiteralBlock } from '../../src/relay/frame-writer.ts';
 import { CHAINS } from '../support/rfc7541-vectors.ts';
 
@@ -104,6 +105,54 @@ describe('HPACK decoder: the header list cap', () => {
   });
 });
 
+describe('HPACK decoder: values sent again without indexing', () => {
+  // As nghttp2 sends :path, content-length and etag: §6.2.2 under a static name, on every message.
+  const without = (huffman: boolean): HpackEncoder => new HpackEncoder(4096, { huffman, indexing: () => 'without' });
+  const block = (huffman: boolean, fields: string[]): Buffer => without(huffman).encode(fields);
+
+  it('reads each block\'s own value: a repeat, another of the same length, the same value raw, then the first again', () => {
+    const d = new HpackDecoder();
+    const first = [':path', '/pkg.Svc/Unary', 'content-length', '261', 'etag', '"105-1"'];
+    const other = [':path', '/pkg.Svc/Other', 'content-length', '262', 'etag', '"105-2"'];
+    assert.deepEqual(d.decode(block(true, first)), first);
+    assert.deepEqual(d.decode(block(true, first)), first);
+    assert.deepEqual(d.decode(block(true, other)), other);
+    assert.deepEqual(d.decode(block(false, first)), first);
+    assert.deepEqual(d.decode(block(true, first)), first);
+    assert.deepEqual(d.entries(), [], 'nothing entered the table');
+  });
+
+  it('keeps a never-indexed field so, and a repeat after a malformed block still decodes', () => {
+    const d = new HpackDecoder();
+    const fields = [':path', '/a', 'authorization', 'Bearer x'];
+    const wire = new HpackEncoder(4096).encode(fields);
+    assert.deepEqual(d.decode(wire), fields);
+    assert.deepEqual(d.neverIndexed, [1]);
+    assert.deepEqual(d.decode(wire), fields);
+    assert.deepEqual(d.neverIndexed, [1]);
+    assert.throws(() => d.decode(hex('0485 ffff')), HpackError);
+    assert.deepEqual(d.decode(block(true, [':path', '/a'])), [':path', '/a']);
+  });
+
+  it('keeps at most 512 octets to compare with, however many names a peer fills, and decodes past that', () => {
+    const d = new HpackDecoder();
+    const long = (n: number): string => String(n).padStart(120, 'v');
+    for (let round = 0; round < 2; round++) {
+      for (let index = 1; index <= 61; index++) {
+        const fields = [staticName(index), long(index + round)];
+        assert.deepEqual(d.decode(block(false, fields)), fields);
+      }
+      assert.ok(d.keptOctets <= 512, `${d.keptOctets} octets kept`);
+      assert.ok(d.keptOctets > 0);
+    }
+  });
+});
+
+/** The name of static table entry `index` (RFC 7541 Appendix A), read back through the decoder. */
+function staticName(index: number): string {
+  return new HpackDecoder().decode(Buffer.from([0x80 | index]))[0]!;
+}
+
 describe('HPACK decoder: malformed blocks', () => {
   const cases: [string, string][] = [
     ['index 0', '80'],
@@ -118,6 +167,8 @@ describe('HPACK decoder: malformed blocks', () => {
     ['a Huffman string padded past 7 bits', '0083 ffff ff 00'],
     ['a Huffman string padded with zeros', '4081 00 00'],
     ['a Huffman string padded with a full byte of ones', '4082 1fff 00'],
+    ['a literal without indexing cut before its value', '04'],
+    ['a literal without indexing whose value runs past the block', '0485 ffff'],
   ];
   for (const [label, block] of cases) {
     it(`throws HpackError on ${label}`, () => {
