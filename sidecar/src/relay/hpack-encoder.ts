@@ -39,6 +39,10 @@ import { STATIC_FIELD_INDEX, STATIC_LENGTH, STATIC_NAME_INDEX } from './hpack-st
 
 /** §4.1: each entry costs its name and value octets plus 32. */
 const ENTRY_OVERHEAD = 32;
+/** The field positions of a block the encoder remembers (`memoNames`): a gRPC call's request has about ten. */
+const MEMO_FIELDS = 16;
+/** The longest literal kept to copy (`memoOctets`): a date is 22 octets Huffman coded, a content-length a few. */
+const MEMO_LITERAL_MAX = 48;
 
 /** How one field is written when the tables do not hold it whole. */
 export type Indexing = 'incremental' | 'without' | 'never';
@@ -105,6 +109,22 @@ export class HpackEncoder {
   private max: number;
   /** Name → value → newest absolute index; every key names a live entry (eviction removes what it evicts). */
   private readonly byName = new Map<string, NameEntries>();
+  /**
+   * Position by position, the last field found whole in a table, and where:
+   * calls on a connection send the same fields in the same order, so the next
+   * block's field there is most often the same strings (HpackDecoder hands out
+   * the same string for a repeat), found with two comparisons instead of three
+   * map lookups. `memoAt`: minus the static index, or the dynamic entry's
+   * absolute index, good while that entry lives; Infinity for a literal
+   * without indexing under a static name (a date, a content-length), whose
+   * octets `memoOctets` keeps; NaN at a position not yet remembered, which no
+   * comparison takes (a field may well be '' and ''). A new table size forgets
+   * them all (the policy's choice of literal depends on it).
+   */
+  private readonly memoNames: string[] = new Array<string>(MEMO_FIELDS).fill('');
+  private readonly memoValues: string[] = new Array<string>(MEMO_FIELDS).fill('');
+  private readonly memoAt: number[] = new Array<number>(MEMO_FIELDS).fill(NaN);
+  private readonly memoOctets: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(MEMO_FIELDS).fill(undefined);
   /** The smallest maximum set since the last block, and whether the next block starts with size updates (§4.2). */
   private smallestSince = Infinity;
   private updatePending = false;
@@ -149,6 +169,7 @@ export class HpackEncoder {
     const next = Math.min(size, this.limit);
     if (next === this.max && !this.updatePending) return;
     this.updatePending = true;
+    this.memoAt.fill(NaN);
     if (next < this.smallestSince) this.smallestSince = next;
     this.max = next;
     this.evict(next);
@@ -176,15 +197,38 @@ export class HpackEncoder {
       this.smallestSince = Infinity;
     }
     let sensitive = 0;
+    const memoNames = this.memoNames;
+    const memoValues = this.memoValues;
     for (let i = 0, field = 0; i < list.length; i += 2, field++) {
       const never = sensitive < neverIndexed.length && neverIndexed[sensitive] === field;
       if (never) sensitive++;
-      at = this.putField(out, at, list[i]!, list[i + 1]!, never);
+      const name = list[i]!;
+      const value = list[i + 1]!;
+      if (!never && field < MEMO_FIELDS && memoNames[field] === name && memoValues[field] === value) {
+        // The field at this position in the last block (`memoAt`): written as a literal then, or found whole in a table.
+        const a = this.memoAt[field]!;
+        if (a === Infinity) {
+          const octets = this.memoOctets[field]!;
+          out.set(octets, at);
+          at += octets.length;
+          continue;
+        }
+        if (a < 0) {
+          at = putInt(out, at, -a, 7, 0x80);
+          continue;
+        }
+        // An entry never changes while it lives (absolute indices are not reused).
+        if (a >= this.inserted - this.count) {
+          at = putInt(out, at, STATIC_LENGTH + this.inserted - a, 7, 0x80);
+          continue;
+        }
+      }
+      at = this.putField(out, at, name, value, never, field);
     }
     return at;
   }
 
-  private putField(out: Buffer, at: number, name: string, value: string, never: boolean): number {
+  private putField(out: Buffer, at: number, name: string, value: string, never: boolean, field: number): number {
     const entries = this.byName.get(name);
     if (!never) {
       // §6.1: the whole field from the static table, else the dynamic table. The
@@ -192,17 +236,33 @@ export class HpackEncoder {
       // neither table (the static table holds no value of those names, and this
       // encoder inserts none of them), so a hit is never such a field.
       const whole = STATIC_FIELD_INDEX.get(name)?.get(value);
-      if (whole !== undefined) return putInt(out, at, whole, 7, 0x80);
+      if (whole !== undefined) {
+        this.remember(field, name, value, -whole);
+        return putInt(out, at, whole, 7, 0x80);
+      }
       const a = entries?.values.get(value);
-      if (a !== undefined) return putInt(out, at, STATIC_LENGTH + this.inserted - a, 7, 0x80);
+      if (a !== undefined) {
+        this.remember(field, name, value, a);
+        return putInt(out, at, STATIC_LENGTH + this.inserted - a, 7, 0x80);
+      }
     }
     const how = never ? 'never' : this.indexing(name, value, this.max);
     // §6.2: a literal, the name by index when either table has it.
-    const nameIndex = STATIC_NAME_INDEX.get(name) ?? (entries ? STATIC_LENGTH + this.inserted - entries.newest : 0);
+    const staticName = STATIC_NAME_INDEX.get(name);
+    const nameIndex = staticName ?? (entries ? STATIC_LENGTH + this.inserted - entries.newest : 0);
+    const start = at;
     if (how === 'incremental') at = putInt(out, at, nameIndex, 6, 0x40);
     else at = putInt(out, at, nameIndex, 4, how === 'never' ? 0x10 : 0);
     if (nameIndex === 0) at = this.putString(out, at, name);
     at = this.putString(out, at, value);
+    // Without indexing under a static name, the octets are the same whatever the table holds.
+    if (how === 'without' && staticName !== undefined && field < MEMO_FIELDS && at - start <= MEMO_LITERAL_MAX) {
+      const held = this.memoOctets[field];
+      const octets = held !== undefined && held.length === at - start ? held : new Uint8Array(at - start);
+      octets.set(out.subarray(start, at));
+      this.memoOctets[field] = octets;
+      this.remember(field, name, value, Infinity);
+    }
     // Inserted after the name index is written: the peer reads the name before the entry evicts it (§4.4).
     if (how === 'incremental') this.insert(name, value);
     return at;
@@ -215,6 +275,14 @@ export class HpackEncoder {
       if (n <= s.length) return huffmanEncode(out, putInt(out, at, n, 7, 0x80), s);
     }
     return putString(out, at, s);
+  }
+
+  /** The field at position `field` was found whole: at static index -`at` (negative), or dynamic absolute index `at`. */
+  private remember(field: number, name: string, value: string, at: number): void {
+    if (field >= MEMO_FIELDS) return;
+    this.memoNames[field] = name;
+    this.memoValues[field] = value;
+    this.memoAt[field] = at;
   }
 
   private insert(name: string, value: string): void {

@@ -170,6 +170,41 @@ describe('HPACK encoder: compression', () => {
     assert.equal(again.length, 9 + 1 + 1 + huffmanLength('grpc-timeout') + 1 + huffmanLength('99m'));
     assert.equal(again.length, 24);
   });
+
+  it('a field found whole in the last block at the same position is referred to the same way, and written anew once evicted', () => {
+    const e = new HpackEncoder();
+    const d = new HpackDecoder();
+    const list = [':method', 'POST', 'x-call', 'one'];
+    assert.deepEqual(d.decode(e.encode(list)), list);
+    assert.equal(e.encode(list).toString('hex'), '83be', 'static :method POST, then the dynamic entry');
+    // The peer's table to 0 evicts x-call; the next block must write it out again, not refer to it.
+    e.setMaxTableSize(0);
+    d.setLimit(0);
+    const again = e.encode(list);
+    assert.deepEqual(d.decode(again), list);
+    assert.equal(d.entries().length, 0);
+  });
+
+  it('a per-call literal comes out the same octets each block, and a field too large for a small table is indexed once the table grows', () => {
+    const e = new HpackEncoder(256);
+    const d = new HpackDecoder(256);
+    // x-big: 5 + 40 + 32 = 77 octets, over a quarter of 256: a literal without indexing there.
+    const list = ['date', 'Sat, 05 Dec 2026 14:10:00 GMT', 'x-big', 'v'.repeat(40)];
+    const first = e.encode(list);
+    assert.deepEqual(d.decode(first), list);
+    assert.deepEqual(e.encode(list), first);
+    assert.equal(d.entries().length, 0);
+    e.setMaxTableSize(4096);
+    d.setLimit(4096);
+    assert.deepEqual(d.decode(e.encode(list)), list);
+    assert.deepEqual(d.entries(), [['x-big', 'v'.repeat(40)]], 'indexed now that it is under a quarter of the table');
+    assert.equal(e.encode(list).length, e.encode(['date', list[1]!]).length + 1, 'x-big now one octet');
+  });
+
+  it('a first field of an empty name and value reads back as such (nothing remembered yet)', () => {
+    const e = new HpackEncoder();
+    assert.deepEqual(new HpackDecoder().decode(e.encode(['', ''])), ['', '']);
+  });
 });
 
 /** A raw HTTP/2 client connection: it writes the frames given, ACKs the server's SETTINGS and reports their table size. */
