@@ -5,9 +5,12 @@
 // written in place into a staging buffer — frame headers, header blocks encoded
 // straight into it, small DATA payloads copied — so a call's frames cost no
 // Buffer each; large payloads are queued by reference instead of copied. A write
-// takes one copy of the staged octets (Node's pooled allocation for the small
-// ones) and hands the staging buffer back for the next hop that queues, so a
-// connection holds none while it has nothing to send.
+// to a socket with nothing queued hands it the stage itself, and takes the stage
+// back for the next hop that queues once the write went whole at once (as it
+// does unless the peer reads slower than it is sent to); otherwise the write
+// takes a copy of the staged octets (Node's pooled allocation for the small ones).
+// A connection holds no stage while it has nothing to send, and one at most (16
+// KiB, beside the windows' worth of octets it may be sent) while its peer stalls.
 //
 // | queued                           | how                            | why                                                   |
 // |----------------------------------|--------------------------------|-------------------------------------------------------|
@@ -15,6 +18,7 @@
 // | payload under BY_REFERENCE       | copied into the stage          | a copy of a few hundred octets costs less than a piece of a writev |
 // | payload of BY_REFERENCE or more  | a piece of its own, not copied | the copy would cost more than the piece               |
 // | the write                        | one write; corked pieces when any went by reference | one system call either way            |
+// | the stage, to an idle socket     | written as it is, reused once written whole | no copy; a stage still queued is the socket's |
 import type net from 'node:net';
 import { FRAME_HEADER_LENGTH } from '../h2/frame-types.ts';
 import { writeFrameHeader } from '../h2/frames.ts';
@@ -87,7 +91,16 @@ export class HopOutput {
     const { stage, at, refs, marks } = this;
     this.reset();
     if (refs === undefined || marks === undefined) {
-      if (stage !== undefined && at > 0) socket.write(copied(stage, 0, at));
+      if (stage === undefined) return;
+      if (at > 0 && socket.writableLength === 0) {
+        // Nothing waits in the socket's queue: the stage itself goes. Written whole
+        // at once (the queue still empty after), the stage is free again; else the
+        // queue holds it until it is written, and it is the socket's.
+        socket.write(stage.subarray(0, at));
+        if (socket.writableLength === 0) release(stage);
+        return;
+      }
+      if (at > 0) socket.write(copied(stage, 0, at));
     } else {
       socket.cork();
       let from = 0;
