@@ -33,6 +33,7 @@ import { FrameError, FrameParser, decoded, type FrameSink } from '../relay/frame
 import { DEFAULT_TABLE_SIZE, HpackDecoder, type HeaderList } from '../relay/hpack-decoder.ts';
 import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
+import { holdTime, releaseTime } from '../clock.ts';
 import { afterRead, beforeRead, HopOutput, writeSoon } from './hop-output.ts';
 
 export type HopRole = 'server' | 'client';
@@ -409,6 +410,8 @@ export class H2Hop {
     this.host.screen?.(chunk);
     if (this.closed) return;
     beforeRead();
+    // What the read brings is timed once (clock.ts); the ends it settles after its write read the clock anew.
+    holdTime();
     try {
       this.parser.push(chunk);
     } catch (err) {
@@ -416,6 +419,7 @@ export class H2Hop {
       this.host.failed?.(err);
       this.fail(code, err as Error);
     } finally {
+      releaseTime();
       afterRead();
     }
   }
