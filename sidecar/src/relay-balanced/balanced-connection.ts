@@ -13,6 +13,7 @@ import type { TerminationReason } from '../call/faults.ts';
 import { ClientFrameBudget, REFUSAL_BODY, REFUSAL_FIELDS, RESET_FLOOD, STREAM_LIMIT } from '../relay/frame-budget.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
 import { MAX_RETAINED_BYTES, MAX_STREAMS } from '../relay/relay-calls.ts';
+import { StreamTable } from './stream-table.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { BalancedCall, type CallHooks } from './balanced-call.ts';
 import type { EndpointHops } from './endpoint-hops.ts';
@@ -29,7 +30,7 @@ const SECOND_GOAWAY_MS = 1000;
 
 export class BalancedConnection {
   private readonly hop: H2Hop;
-  private readonly calls = new Map<number, BalancedCall>();
+  private readonly calls = new StreamTable<BalancedCall>();
   private readonly budget = new ClientFrameBudget();
   /** What a call tells its connection: it ended; its client reset it before its answer. */
   private readonly hooks: CallHooks = {
@@ -128,7 +129,7 @@ export class BalancedConnection {
   private closed(): void {
     if (this.done) return;
     this.done = true;
-    for (const call of [...this.calls.values()]) call.clientGone();
+    for (const call of this.calls.values()) call.clientGone();
     this.calls.clear();
     // A connection the hop ended itself (GOAWAY sent) lingers for the client to read it; any other is gone.
     if (!this.socket.writableEnded) this.socket.destroy();

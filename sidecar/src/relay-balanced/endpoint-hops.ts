@@ -11,6 +11,7 @@ import type { HeaderList } from '../relay/hpack-decoder.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
 import { UpstreamLink, connectUpstream } from '../relay/upstream-connect.ts';
+import { StreamTable } from './stream-table.ts';
 import { H2Keepalive } from '../h2/h2-keepalive.ts';
 import { H2Hop, type HopStream, type StreamSink } from './h2-hop.ts';
 
@@ -30,7 +31,7 @@ export class EndpointHop {
   readonly hop: H2Hop;
   readonly link: UpstreamLink;
   connected = false;
-  private readonly sinks = new Map<number, EndpointStreamSink>();
+  private readonly sinks = new StreamTable<EndpointStreamSink>();
   /** PINGs after --keepalive-interval of silence; no answer within --keepalive-timeout closes the connection (h2/h2-keepalive.ts). */
   private readonly keepalive: H2Keepalive;
 
@@ -92,7 +93,7 @@ export class EndpointHop {
   private goaway(last: number, code: number): void {
     this.ctx.observer.goaway('upstream', code);
     this.retire(this);
-    for (const [id, sink] of [...this.sinks]) {
+    for (const [id, sink] of this.sinks.entries()) {
       if (id <= last) continue;
       this.sinks.delete(id);
       this.link.record.active--;
@@ -109,7 +110,7 @@ export class EndpointHop {
     this.retire(this);
     if (this.connected) this.link.closed();
     else if (err) this.ctx.connectFailures.report(this.target.authority, err);
-    const sinks = [...this.sinks.values()];
+    const sinks = this.sinks.values();
     this.sinks.clear();
     this.link.record.active = 0;
     for (const sink of sinks) sink.lost(this.connected, err);

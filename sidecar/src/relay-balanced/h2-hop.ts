@@ -35,6 +35,7 @@ import { HpackEncoder, encodedBound } from '../relay/hpack-encoder.ts';
 import { ClientStreamStates } from '../relay/stream-states.ts';
 import { holdTime, releaseTime } from '../clock.ts';
 import { afterRead, beforeRead, HopOutput, writeSoon } from './hop-output.ts';
+import { StreamTable } from './stream-table.ts';
 
 export type HopRole = 'server' | 'client';
 
@@ -108,7 +109,7 @@ export class HopStream {
 }
 
 export class H2Hop {
-  readonly streams = new Map<number, HopStream>();
+  readonly streams = new StreamTable<HopStream>();
   private readonly parser: FrameParser;
   private readonly decoder = new HpackDecoder(DEFAULT_TABLE_SIZE, MAX_HEADER_LIST_SIZE);
   private readonly encoder = new HpackEncoder();
