@@ -42,6 +42,7 @@ import { BalancedRelaySet } from './relay-balanced/balanced-relay-set.ts';
 import { h1RelayApplies } from './relay-h1/h1-relay-applies.ts';
 import type { Logger } from './log.ts';
 import { Faults } from './call/faults.ts';
+import { CallsInFlight } from './call/calls-in-flight.ts';
 import type { Observation, ObservationFactory } from './observe/observation.ts';
 import { composeObservers, type Observer } from './call/observer.ts';
 import type { DataPlaneSettings, ProxyContext } from './upstream/context.ts';
@@ -243,7 +244,7 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
     upstreams,
     router: routes,
     retries: new UpstreamRetries(),
-    inflight: new Set(),
+    inflight: new CallsInFlight(),
     nextCallId: () => ++callIds,
     translating,
     nextConnId,
@@ -288,8 +289,8 @@ export async function startSidecar(config: Config, log: Logger, observe: Observa
       const accepting = listener.drain();
       const deadline = Date.now() + config.drainTimeoutMs;
       // Relayed connections are waited for too: between a drain's two GOAWAYs a client may still open streams.
-      while ((ctx.inflight.size > 0 || listener.relaysSettling > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      const unfinished = ctx.inflight.size;
+      while ((ctx.inflight.count > 0 || listener.relaysSettling > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const unfinished = ctx.inflight.count;
       listener.destroy();
       await accepting;
       upstreams.stop();

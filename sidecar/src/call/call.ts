@@ -10,6 +10,7 @@ import { isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import type { Router } from '../route/router.ts';
 import type { CallTracing } from './call-tracing.ts';
 import type { Faults } from './faults.ts';
+import type { CallsInFlight } from './calls-in-flight.ts';
 import type { Observer } from './observer.ts';
 import { now } from '../clock.ts';
 
@@ -42,7 +43,7 @@ export interface CallDeps {
   /** The HTTP version learnt for each endpoint (upstream/upstream-protocol.ts): forgotten when it cannot be reached. */
   readonly protocols: { forget(target: UpstreamUrl): void };
   /** Calls in flight, for the drain to wait on. */
-  readonly inflight: Set<{ end(): void }>;
+  readonly inflight: CallsInFlight;
   nextCallId(): number;
 }
 
@@ -91,7 +92,7 @@ export class Call {
     this.traceparent = ctx.tracing.start(record, headers);
     conn.calls++;
     conn.active++;
-    ctx.inflight.add(this);
+    ctx.inflight.started();
     ctx.observer.callStarted(record);
   }
 
@@ -127,7 +128,7 @@ export class Call {
     if (r.upstreamUnreachable && this.target) this.ctx.protocols.forget(this.target);
     this.tap.finish();
     this.conn.active--;
-    this.ctx.inflight.delete(this);
+    this.ctx.inflight.ended();
     this.ctx.observer.callEnded(r);
     const onCallEnded = this.pick?.onCallEnded;
     if (onCallEnded !== undefined) {

@@ -14,6 +14,7 @@ import type { H2SessionPool } from './h2-session-pool.ts';
 import type { UpstreamProtocols } from './upstream-protocol.ts';
 import type { UpstreamRetries } from './upstream-retries.ts';
 import type { Inbound } from '../call/inbound.ts';
+import type { CallsInFlight } from '../call/calls-in-flight.ts';
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type { Protocol } from '../protocol/vocabulary.ts';
@@ -53,7 +54,7 @@ export interface ProxyContext {
   /** Attempts the upstream refused unprocessed, sent again. */
   readonly retries: UpstreamRetries;
   /** Calls in flight, for the drain to wait on. */
-  readonly inflight: Set<{ end(): void }>;
+  readonly inflight: CallsInFlight;
   nextCallId(): number;
   /** Calls that leave the plain proxy for a translating path (--transcode); undefined when none does. */
   readonly translating?: Translating;
