@@ -87,14 +87,17 @@ export interface HopWindows {
   maxStreams?: number;
 }
 
+/** The queue of a stream with no DATA waiting: shared, and frozen so that nothing is ever pushed onto it. */
+const NOTHING_QUEUED: Buffer[] = Object.freeze([]) as unknown as Buffer[];
+
 export class HopStream {
   /** What the peer still lets this hop send on it. */
   sendWindow: number;
   /** What this hop still lets the peer send on it, and what it owes back. */
   recvWindow: number;
   owed = 0;
-  /** DATA waiting for window, then whether END_STREAM and trailers follow it. */
-  queue: Buffer[] = [];
+  /** DATA waiting for window (NOTHING_QUEUED until some does: most streams' DATA goes at once), then whether END_STREAM and trailers follow it. */
+  queue: Buffer[] = NOTHING_QUEUED;
   queued = 0;
   endAfter = false;
   trailersAfter: HeaderList | undefined;
@@ -253,6 +256,7 @@ export class H2Hop {
       return;
     }
     if (n > 0) {
+      if (s.queue === NOTHING_QUEUED) s.queue = [];
       s.queue.push(chunk);
       s.queued += chunk.length;
     }
@@ -375,7 +379,7 @@ export class H2Hop {
     s.reset = s.reset || !(s.localEnded && s.remoteEnded);
     this.streams.delete(s.id);
     this.blocked.delete(s);
-    s.queue = [];
+    s.queue = NOTHING_QUEUED;
     s.queued = 0;
   }
 
