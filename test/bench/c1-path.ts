@@ -23,7 +23,7 @@
 //
 //   node --import tsx test/bench/c1-path.ts [--calls 3000] [--only balanced,pipe,nginx,haproxy]
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
@@ -72,10 +72,30 @@ interface Event {
 const LINE = /^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)$/;
 const SWITCH = /prev_comm=(.+?) prev_pid=(\d+) .*==> next_comm=(.+?) next_pid=(\d+)/;
 
+/** The lines of a file, read a MiB at a time: a system-wide trace's text can pass the longest string V8 makes (512 MiB). */
+function* linesOf(file: string): Generator<string> {
+  const fd = openSync(file, 'r');
+  const buf = Buffer.alloc(1 << 20);
+  let carry = '';
+  try {
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) {
+      const lines = (carry + buf.toString('latin1', 0, n)).split('\n');
+      carry = lines.pop()!;
+      yield* lines;
+    }
+    if (carry) yield carry;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function events(data: string): Event[] {
-  const text = spawnSync('perf', ['script', '-i', data], { encoding: 'utf8', maxBuffer: 1 << 30 }).stdout;
+  const text = `${data}.txt`;
+  const fd = openSync(text, 'w');
+  spawnSync('perf', ['script', '-i', data], { stdio: ['ignore', fd, 'ignore'] });
+  closeSync(fd);
   const out: Event[] = [];
-  for (const line of text.split('\n')) {
+  for (const line of linesOf(text)) {
     const m = LINE.exec(line);
     if (!m) continue;
     const [, , tid, cpu, secs, name, rest] = m;
@@ -89,6 +109,9 @@ function events(data: string): Event[] {
     } else if (name!.startsWith('syscalls:sys_enter_')) out.push({ ...base, kind: 'enter' });
     else if (name!.startsWith('syscalls:sys_exit_')) out.push({ ...base, kind: 'exit' });
   }
+  // The trace and its text run to hundreds of MiB each: gone once read.
+  rmSync(text);
+  rmSync(data);
   return out;
 }
 
