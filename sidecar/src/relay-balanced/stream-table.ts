@@ -38,12 +38,10 @@ export class StreamTable<V> {
     }
   }
 
-  has(id: number): boolean {
-    return this.get(id) !== undefined;
-  }
-
   /** Sets `id` (a stream id, 1 to 2^31-1) to `v`. */
   set(id: number, v: V): void {
+    // 0 marks an empty slot: stream 0 is the connection's, never a stream of its own (RFC 9113 §5.1.1).
+    if (!(id > 0 && id <= 0x7fffffff)) throw new RangeError(`stream id ${id} outside 1 to 2^31-1`);
     if ((this.size + 1) * 2 > this.ids.length) this.grow();
     const ids = this.ids;
     const mask = this.mask;
@@ -64,6 +62,7 @@ export class StreamTable<V> {
 
   /** Removes `id`; whether it was there. */
   delete(id: number): boolean {
+    if (id === 0) return false;
     const ids = this.ids;
     const vals = this.vals;
     const mask = this.mask;

@@ -39,6 +39,17 @@ describe('stream table', () => {
     );
   });
 
+  it('refuses stream 0 and ids past 2^31-1, and finds nothing under 0', () => {
+    const table = new StreamTable<string>();
+    table.set(1, 'a');
+    assert.throws(() => table.set(0, 'x'), RangeError);
+    assert.throws(() => table.set(2 ** 31, 'x'), RangeError);
+    assert.equal(table.get(0), undefined);
+    assert.equal(table.delete(0), false);
+    assert.equal(table.size, 1);
+    assert.equal(table.get(1), 'a');
+  });
+
   it('streams opened and ended one after another, a few at once, as a connection\'s calls: always the ones in flight', () => {
     const table = new StreamTable<string>();
     const map = new Map<number, string>();
