@@ -10,6 +10,7 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
+import { slabReads } from '../relay/read-slab.ts';
 import { UpstreamLink, connectUpstream } from '../relay/upstream-connect.ts';
 import { StreamTable } from './stream-table.ts';
 import { H2Keepalive } from '../h2/h2-keepalive.ts';
@@ -37,7 +38,8 @@ export class EndpointHop {
 
   constructor(private readonly ctx: ProxyContext, readonly target: UpstreamUrl, private readonly retire: (e: EndpointHop) => void) {
     this.link = new UpstreamLink(ctx.observer, ctx.nextConnId(), target.authority);
-    const socket = connectUpstream(target, ctx.upstreamCa, ctx.config.connectTimeoutMs, () => this.up());
+    // Over TCP the socket reads into slabs (relay/read-slab.ts); over TLS its 'data' events reach the hop.
+    const socket = connectUpstream(target, ctx.upstreamCa, ctx.config.connectTimeoutMs, () => this.up(), 'h2', slabReads((chunk) => this.hop.read(chunk)));
     this.hop = new H2Hop(socket, 'client', {
       opened: () => undefined,
       settled: () => {},

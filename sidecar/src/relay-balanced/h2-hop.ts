@@ -257,7 +257,8 @@ export class H2Hop {
     }
     if (n > 0) {
       if (s.queue === NOTHING_QUEUED) s.queue = [];
-      s.queue.push(chunk);
+      // A copy waits, not the read's piece: a piece of a read slab (relay/read-slab.ts) would keep the whole slab while the window is shut.
+      s.queue.push(Buffer.from(chunk));
       s.queued += chunk.length;
     }
     if (end) s.endAfter = true;
@@ -410,7 +411,8 @@ export class H2Hop {
     for (const [s, n] of held) s.sink?.sent(n);
   }
 
-  private read(chunk: Buffer): void {
+  /** What the socket read: from its 'data' events, or from its `onread` (read-slab.ts), which the owner routes here. */
+  read(chunk: Buffer): void {
     // One 'data' listener per socket: the screen is called from here, not as a listener of its own.
     this.host.screen?.(chunk);
     if (this.closed) return;

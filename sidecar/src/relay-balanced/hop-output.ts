@@ -19,6 +19,7 @@
 // | payload of BY_REFERENCE or more  | a piece of its own, not copied | the copy would cost more than the piece               |
 // | the write                        | one write; corked pieces when any went by reference | one system call either way            |
 // | the stage, to an idle socket     | written as it is, reused once written whole | no copy; a stage still queued is the socket's |
+// | a piece, to a socket with octets queued | copied                  | the queue may hold it long: a piece of a read slab would keep its slab |
 import type net from 'node:net';
 import { FRAME_HEADER_LENGTH } from '../h2/frame-types.ts';
 import { writeFrameHeader } from '../h2/frames.ts';
@@ -102,13 +103,15 @@ export class HopOutput {
       }
       if (at > 0) socket.write(copied(stage, 0, at));
     } else {
+      // Behind octets still queued, the pieces would wait in the socket: copies wait instead, so that a piece of a read slab (relay/read-slab.ts) does not keep its slab.
+      const backlog = socket.writableLength > 0;
       socket.cork();
       let from = 0;
       for (let i = 0; i < refs.length; i++) {
         const mark = marks[i]!;
         if (mark > from) socket.write(copied(stage!, from, mark));
         from = mark;
-        socket.write(refs[i]!);
+        socket.write(backlog ? Buffer.from(refs[i]!) : refs[i]!);
       }
       if (at > from) socket.write(copied(stage!, from, at));
       socket.uncork();

@@ -12,11 +12,15 @@ import { nodeTls } from '../builtins.ts';
 import { now } from '../clock.ts';
 import { ErrorCode, RpcscopeError, connectTimeout } from '../core/errors.ts';
 
-/** Connects to `target`; `connected` once the connection is up (over TLS, with `alpn` agreed). */
-export function connectUpstream(target: UpstreamUrl, ca: Buffer | undefined, timeoutMs: number, connected: () => void, alpn: 'h2' | 'http/1.1' = 'h2'): net.Socket {
+/**
+ * Connects to `target`; `connected` once the connection is up (over TLS, with
+ * `alpn` agreed). `onread`: over TCP, the socket's reads go there instead of its
+ * 'data' events (read-slab.ts); over TLS they come as 'data' still.
+ */
+export function connectUpstream(target: UpstreamUrl, ca: Buffer | undefined, timeoutMs: number, connected: () => void, alpn: 'h2' | 'http/1.1' = 'h2', onread?: net.OnReadOpts): net.Socket {
   const up = target.tls
     ? nodeTls().connect({ host: target.host, port: target.port, ALPNProtocols: [alpn], servername: net.isIP(target.host) ? undefined : target.host, ca })
-    : net.connect({ host: target.host, port: target.port });
+    : net.connect(onread ? { host: target.host, port: target.port, onread } : { host: target.host, port: target.port });
   // Frames go on as they come: Nagle's algorithm would hold a small request for the upstream's delayed ACK.
   up.setNoDelay(true);
   const timer = setTimeout(() => up.destroy(connectTimeout(timeoutMs)), timeoutMs);
