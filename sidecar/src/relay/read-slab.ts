@@ -6,8 +6,9 @@
 // socket it accepts has none), the read's octets come as a Buffer of their own
 // that nothing writes over: the next read goes after them in the slab, or into a
 // new slab once too little is left. So what the read passes on (DATA payloads
-// queued for another hop, a body kept for a retry) stays as it came, and a slab
-// is freed by the garbage collector once nothing refers to any piece of it.
+// for the client's hop, a Connect error body the call's tap keeps) stays as it
+// came, and a slab is freed by the garbage collector once nothing refers to any
+// piece of it.
 //
 // | figure        | value  | why                                                                 |
 // |---------------|--------|---------------------------------------------------------------------|
