@@ -43,26 +43,36 @@ export const noopObserver: Observer = {
  * Fans every event out to several observers (metrics, traces, the connection view).
  * With `onFault`, an observer that throws is reported there and the others, and
  * the call, go on: observation must never break the traffic it watches.
+ *
+ * Each event calls only the observers that handle it: most take a few events and
+ * leave the rest to noopObserver's methods (`...noopObserver`), and a call's two
+ * events should not pay a call into each of them.
  */
 export function composeObservers(observers: Observer[], onFault?: (err: unknown) => void): Observer {
   const list = observers.filter((o) => o !== noopObserver);
   if (list.length === 0) return noopObserver;
-  if (!onFault) {
-    if (list.length === 1) return list[0]!;
-    return {
-      callStarted: (c) => { for (const o of list) o.callStarted(c); },
-      callEnded: (c) => { for (const o of list) o.callEnded(c); },
-      connectionOpened: (c) => { for (const o of list) o.connectionOpened(c); },
-      connectionClosed: (c) => { for (const o of list) o.connectionClosed(c); },
-      goaway: (s, code) => { for (const o of list) o.goaway(s, code); },
-    };
-  }
+  if (!onFault && list.length === 1) return list[0]!;
+  const fault = onFault ?? rethrow;
+  const started = handlers(list, 'callStarted');
+  const ended = handlers(list, 'callEnded');
+  const opened = handlers(list, 'connectionOpened');
+  const closed = handlers(list, 'connectionClosed');
+  const goaways = handlers(list, 'goaway');
   // One loop per event rather than a shared helper taking a closure: no allocation per call.
   return {
-    callStarted: (c) => { for (const o of list) try { o.callStarted(c); } catch (err) { onFault(err); } },
-    callEnded: (c) => { for (const o of list) try { o.callEnded(c); } catch (err) { onFault(err); } },
-    connectionOpened: (c) => { for (const o of list) try { o.connectionOpened(c); } catch (err) { onFault(err); } },
-    connectionClosed: (c) => { for (const o of list) try { o.connectionClosed(c); } catch (err) { onFault(err); } },
-    goaway: (s, code) => { for (const o of list) try { o.goaway(s, code); } catch (err) { onFault(err); } },
+    callStarted: (c) => { for (const o of started) try { o.callStarted(c); } catch (err) { fault(err); } },
+    callEnded: (c) => { for (const o of ended) try { o.callEnded(c); } catch (err) { fault(err); } },
+    connectionOpened: (c) => { for (const o of opened) try { o.connectionOpened(c); } catch (err) { fault(err); } },
+    connectionClosed: (c) => { for (const o of closed) try { o.connectionClosed(c); } catch (err) { fault(err); } },
+    goaway: (s, code) => { for (const o of goaways) try { o.goaway(s, code); } catch (err) { fault(err); } },
   };
+}
+
+/** The observers of `list` whose `event` is their own, not noopObserver's. */
+function handlers(list: readonly Observer[], event: keyof Observer): Observer[] {
+  return list.filter((o) => o[event] !== noopObserver[event]);
+}
+
+function rethrow(err: unknown): never {
+  throw err;
 }
