@@ -27,7 +27,7 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
-import { headerBag } from '../relay/relay-stream.ts';
+import { headerBag, responseFields } from '../relay/relay-stream.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries.ts';
 import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
@@ -232,7 +232,7 @@ export class BalancedCall implements EndpointStreamSink, Written {
 
   private responseHeaders(list: HeaderList, end: boolean): void {
     const { record, tap } = this.call;
-    const headers = headerBag(list);
+    const headers = responseFields(list);
     if (this.response !== 'pending') {
       this.trailersSeen = true;
       tap.responseTrailers(headers);

@@ -19,6 +19,28 @@ export function headerBag(list: HeaderList): HeaderBag {
   return bag;
 }
 
+/** The fields a relay reads of a response header block, each its first value as headerText(headerBag(list)[name]) gives it. */
+export type ResponseFields = Record<string, string | undefined>;
+
+/**
+ * A response header block's status, content-type and gRPC status (a trailers-only
+ * answer's), or a trailer block's gRPC status: all the call's record and tap read
+ * of an answer. One object of one shape, not an object keyed by every field the
+ * block holds, on each of a call's two response blocks.
+ */
+export function responseFields(list: HeaderList): ResponseFields {
+  let status: string | undefined;
+  let contentType: string | undefined;
+  let grpcStatus: string | undefined;
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    if (name === ':status') status ??= list[i + 1];
+    else if (name === 'content-type') contentType ??= list[i + 1];
+    else if (name === 'grpc-status') grpcStatus ??= list[i + 1];
+  }
+  return { ':status': status, 'content-type': contentType, 'grpc-status': grpcStatus };
+}
+
 
 export class RelayStream {
   readonly call: Call;
@@ -68,7 +90,7 @@ export class RelayStream {
   }
 
   /** A response header block: the headers, or (after them) the trailers; a 1xx is neither. */
-  responseHeaders(headers: HeaderBag, connectedAt: number | undefined): void {
+  responseHeaders(headers: HeaderBag | ResponseFields, connectedAt: number | undefined): void {
     const { record, tap } = this.call;
     if (this.responded) {
       this.trailers = true;

@@ -15,7 +15,7 @@ import type { HeaderList } from './hpack-decoder.ts';
 import type { RelayCalls } from './relay-calls.ts';
 import type { RelayDetour } from './relay-detour.ts';
 import type { RelayGoaways } from './relay-goaway.ts';
-import { headerBag } from './relay-stream.ts';
+import { responseFields } from './relay-stream.ts';
 import type { UpstreamLink } from './upstream-connect.ts';
 
 export class UpstreamResponses {
@@ -39,7 +39,7 @@ export class UpstreamResponses {
     // The upstream took the call: it is never sent again.
     this.calls.dropBody(stream);
     stream.request = undefined;
-    stream.responseHeaders(headerBag(list), this.upstream.connectedAt);
+    stream.responseHeaders(responseFields(list), this.upstream.connectedAt);
     if (flags & Flag.END_STREAM) this.calls.responseComplete(id, stream);
   }
 
