@@ -33,10 +33,16 @@
 //
 //   node --import tsx test/bench/balanced.ts [--rounds 3] [--calls 20000] [--rate 2000]
 //       [--quick] [--only balanced,terminate,pipe,nginx,haproxy,nghttpx] [--no-pin] [--warm-seconds 10]
+//       [--node 20|24|both]
 //
 // --quick: 5,000 calls at saturation, 2 s of the spread load, one round, 1 s of warm-up.
 // --warm-seconds: how long the spread load runs unmeasured before it is measured.
 // --only: the peers to run (direct always runs: it is the latency base and the bytes per call).
+// --node: the Node the rpcscope rows and the byte pipe run on: 20 (the default), the
+// Node running this script; 24, the Node the images deploy the sidecar on
+// (node:24), fetched from the npm registry once (node24.ts); both gives each its
+// rows. When npm cannot fetch Node 24, the notes say so: with --node 24 its rows
+// run on this Node instead.
 // Ctrl-C stops the run with what it measured.
 //
 // The figures to quote come from a quiet machine (load average below the core
@@ -50,6 +56,7 @@ import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 import { bytesWritten, checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupted, loadAverage, machine } from './bench-stats.ts';
 import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
+import { node24 } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, type Upstream } from './upstreams.ts';
 import { workloads, writeFiles } from './workloads.ts';
@@ -82,10 +89,12 @@ const WARM_SECONDS = Number(value('--warm-seconds') ?? (QUICK ? 1 : 10));
 const SERIAL_WARM_CALLS = 500;
 const SERIAL = ['-c', '1', '-m', '1'];
 const ENDPOINTS = 3;
+const NODES = value('--node') ?? '20';
 
 for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS]] as const) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);
 }
+if (!['20', '24', 'both'].includes(NODES)) throw new Error(`--node must be 20, 24 or both, got ${NODES}`);
 
 const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-balanced-'));
 // The routes are h2c; HAProxy writes its PEM from the pair whatever the route.
@@ -93,11 +102,30 @@ const cert = makeSelfSignedCert();
 const ctx: BenchContext = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: PROXY_CORE };
 const files = writeFiles(work);
 const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
-const node = process.versions.node.split('.')[0]!;
+const skipped = new Map<string, string>();
+const nodes: { version: string; bin: string }[] = [];
+const here = { version: process.versions.node.split('.')[0]!, bin: process.execPath };
+if (NODES !== '24') nodes.push(here);
+if (NODES !== '20') {
+  const n = node24();
+  if (!('error' in n)) nodes.push({ version: '24', bin: n.bin });
+  else if (NODES === 'both') skipped.set('Node 24 rows', n.error);
+  else {
+    skipped.set('Node 24', `${n.error}; the rpcscope rows ran on this Node (${here.version}) instead`);
+    nodes.push(here);
+  }
+}
+const node = nodes.map((n) => n.version).join(' and ');
 
 // The byte pipe balances nothing (its one connection goes to the first endpoint: skew 3): it is the row of
 // Node's floor, what moving the bytes alone costs a proxy on Node at each load.
-const allPeers: Peer[] = [direct, rpcscopeOutbound('relay', node, process.execPath), rpcscopeOutbound('terminate', node, process.execPath), nodePipe(node, process.execPath), nginx, haproxy, nghttpx];
+const allPeers: Peer[] = [
+  direct,
+  ...nodes.flatMap((n) => [rpcscopeOutbound('relay', n.version, n.bin), rpcscopeOutbound('terminate', n.version, n.bin), nodePipe(n.version, n.bin)]),
+  nginx,
+  haproxy,
+  nghttpx,
+];
 const unknown = ONLY.filter((o) => !allPeers.some((p) => p.key === o));
 if (unknown.length) throw new Error(`--only: unknown ${unknown.join(', ')} (peers: ${allPeers.map((p) => p.key).join(', ')})`);
 const peers = ONLY.length ? allPeers.filter((p) => p.key === 'direct' || ONLY.includes(p.key)) : allPeers;
@@ -120,7 +148,6 @@ function measure(t: Target, shape: readonly string[], calls: number): BalancedPh
   return { ...load, cpuUsPerCall: (cpu / ((load.ok + load.failed) || calls)) * 1e6, endpointBytes: b1.map((b, i) => b - b0[i]!) };
 }
 
-const skipped = new Map<string, string>();
 const errors: string[] = [];
 async function started(p: Peer): Promise<Target | undefined> {
   try {
