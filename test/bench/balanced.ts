@@ -56,7 +56,7 @@ import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 import { bytesWritten, checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupted, loadAverage, machine } from './bench-stats.ts';
 import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
-import { node24 } from './node24.ts';
+import { benchNodes } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, type Upstream } from './upstreams.ts';
 import { workloads, writeFiles } from './workloads.ts';
@@ -94,7 +94,6 @@ const NODES = value('--node') ?? '20';
 for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS]] as const) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);
 }
-if (!['20', '24', 'both'].includes(NODES)) throw new Error(`--node must be 20, 24 or both, got ${NODES}`);
 
 const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-balanced-'));
 // The routes are h2c; HAProxy writes its PEM from the pair whatever the route.
@@ -103,17 +102,12 @@ const ctx: BenchContext = { work, certFile: cert.certFile, keyFile: cert.keyFile
 const files = writeFiles(work);
 const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
 const skipped = new Map<string, string>();
-const nodes: { version: string; bin: string }[] = [];
-const here = { version: process.versions.node.split('.')[0]!, bin: process.execPath };
-if (NODES !== '24') nodes.push(here);
-if (NODES !== '20') {
-  const n = node24();
-  if (!('error' in n)) nodes.push({ version: '24', bin: n.bin });
-  else if (NODES === 'both') skipped.set('Node 24 rows', n.error);
-  else {
-    skipped.set('Node 24', `${n.error}; the rpcscope rows ran on this Node (${here.version}) instead`);
-    nodes.push(here);
-  }
+const { nodes, node24Error } = benchNodes(NODES);
+if (node24Error !== undefined && nodes.length > 0) skipped.set('Node 24 rows', node24Error);
+else if (node24Error !== undefined) {
+  // --node 24 without Node 24: the rpcscope rows on this Node rather than none.
+  nodes.push(...benchNodes('20').nodes);
+  skipped.set('Node 24', `${node24Error}; the rpcscope rows ran on this Node (${nodes[0]!.version}) instead`);
 }
 const node = nodes.map((n) => n.version).join(' and ');
 

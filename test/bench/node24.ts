@@ -24,3 +24,25 @@ export function node24(): { bin: string } | { error: string } {
   if (v !== `v${NODE_24_VERSION}`) return { error: `${bin} says ${v || 'nothing'}, not v${NODE_24_VERSION}` };
   return { bin };
 }
+
+/** A Node a benchmark runs rpcscope on: its major version, as the rows name it, and its binary. */
+export interface BenchNode {
+  version: string;
+  bin: string;
+}
+
+/**
+ * The Nodes a benchmark's `--node 20|24|both` asks for: `20`, the Node running
+ * the benchmark; `24`, Node 24 (node24); `both`, the two. `node24Error` says why
+ * Node 24 is missing from `nodes` when it was asked for and npm could not fetch it.
+ */
+export function benchNodes(choice: string): { nodes: BenchNode[]; node24Error?: string } {
+  if (!['20', '24', 'both'].includes(choice)) throw new Error(`--node must be 20, 24 or both, got ${choice}`);
+  const nodes: BenchNode[] = [];
+  if (choice !== '24') nodes.push({ version: process.versions.node.split('.')[0]!, bin: process.execPath });
+  if (choice === '20') return { nodes };
+  const n = node24();
+  if ('error' in n) return { nodes, node24Error: n.error };
+  nodes.push({ version: '24', bin: n.bin });
+  return { nodes };
+}

@@ -43,7 +43,7 @@ import { checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupte
 import { loadTable, rowName, rssTable, summarize, type Phase, type RssRow, type Sample } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { countSyscalls, straceInstalled } from './syscalls.ts';
-import { node24 } from './node24.ts';
+import { benchNodes } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodeFloor, nodePipe, rpcscope, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, startStaticNginx, type Upstream } from './upstreams.ts';
 import { STREAM_MESSAGES, workloads, writeFiles, type Workload } from './workloads.ts';
@@ -70,20 +70,14 @@ const CONCURRENT_STREAMS = 1000;
 for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE]] as const) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);
 }
-if (!['20', '24', 'both'].includes(NODES)) throw new Error(`--node must be 20, 24 or both, got ${NODES}`);
 
 const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-load-'));
 const cert = makeSelfSignedCert();
 const ctx: BenchContext = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: PROXY_CORE };
 const files = writeFiles(work);
 
-const nodes: { version: string; bin: string }[] = [];
-if (NODES !== '24') nodes.push({ version: process.versions.node.split('.')[0]!, bin: process.execPath });
-if (NODES !== '20') {
-  const n = node24();
-  if ('error' in n) process.stderr.write(`Node 24 rows skipped: ${n.error}\n`);
-  else nodes.push({ version: '24', bin: n.bin });
-}
+const { nodes, node24Error } = benchNodes(NODES);
+if (node24Error !== undefined) process.stderr.write(`Node 24 rows skipped: ${node24Error}\n`);
 
 const allPeers: Peer[] = [
   direct,
