@@ -27,7 +27,7 @@ import { Http2Error } from '../protocol/reset-codes.ts';
 import { GrpcCode } from '../protocol/status-codes.ts';
 import { now } from '../clock.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
-import { headerBag, responseFields } from '../relay/relay-stream.ts';
+import { requestFields, responseFields } from '../relay/relay-stream.ts';
 import type { ProxyContext } from '../upstream/context.ts';
 import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries.ts';
 import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
@@ -107,7 +107,7 @@ export class BalancedCall implements EndpointStreamSink, Written {
     private readonly connection: CallHooks,
   ) {
     this.kept = headerBytes;
-    const headers = headerBag(list);
+    const headers = requestFields(list);
     const method = headerText(headers[':method']) ?? 'GET';
     const { detected, bare, contentType } = detectRequest(method, headerText(headers[':path']) ?? '/', headers, ctx.config.trpcPrefix);
     this.contentType = contentType;

@@ -42,6 +42,57 @@ export function responseFields(list: HeaderList): ResponseFields {
 }
 
 
+/** A repeated request field's values, as the header object keeps them: the first alone, then a list in order. */
+function more(had: string | string[] | undefined, value: string): string | string[] {
+  if (had === undefined) return value;
+  if (Array.isArray(had)) {
+    had.push(value);
+    return had;
+  }
+  return [had, value];
+}
+
+/** The request fields a call reads, each as headerBag(list) has it; one shape for every request. */
+class RequestFieldSet {
+  ':method': string | string[] | undefined = undefined;
+  ':path': string | string[] | undefined = undefined;
+  'content-type': string | string[] | undefined = undefined;
+  'connect-protocol-version': string | string[] | undefined = undefined;
+  'grpc-timeout': string | string[] | undefined = undefined;
+  'connect-timeout-ms': string | string[] | undefined = undefined;
+  traceparent: string | string[] | undefined = undefined;
+  tracestate: string | string[] | undefined = undefined;
+}
+
+/** The names RequestFieldSet holds: all a call reads of its request's header block. */
+export const REQUEST_FIELDS = [':method', ':path', 'content-type', 'connect-protocol-version', 'grpc-timeout', 'connect-timeout-ms', 'traceparent', 'tracestate'] as const;
+
+/**
+ * A request header block's fields that the call reads — its method and path, what
+ * detection reads (content-type, connect-protocol-version), the deadline
+ * (grpc-timeout, connect-timeout-ms) and the trace context (traceparent,
+ * tracestate) — each as headerBag(list) gives it, the rest left out. Used by the
+ * balanced relay, whose request goes on as the decoded list: an object of one
+ * shape, written by name, rather than one keyed by every field the block holds
+ * (V8's megamorphic keyed stores and loads, on every call).
+ */
+export function requestFields(list: HeaderList): HeaderBag {
+  const f = new RequestFieldSet();
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    const value = list[i + 1]!;
+    if (name === ':method') f[':method'] = more(f[':method'], value);
+    else if (name === ':path') f[':path'] = more(f[':path'], value);
+    else if (name === 'content-type') f['content-type'] = more(f['content-type'], value);
+    else if (name === 'connect-protocol-version') f['connect-protocol-version'] = more(f['connect-protocol-version'], value);
+    else if (name === 'grpc-timeout') f['grpc-timeout'] = more(f['grpc-timeout'], value);
+    else if (name === 'connect-timeout-ms') f['connect-timeout-ms'] = more(f['connect-timeout-ms'], value);
+    else if (name === 'traceparent') f.traceparent = more(f.traceparent, value);
+    else if (name === 'tracestate') f.tracestate = more(f.tracestate, value);
+  }
+  return f as unknown as HeaderBag;
+}
+
 export class RelayStream {
   readonly call: Call;
   /** Final response headers seen (1xx excluded). */
