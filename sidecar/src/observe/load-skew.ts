@@ -2,7 +2,10 @@
 // last 30 s, over every known endpoint (idle ones count as 0). 1 is perfect
 // balance; N endpoints with all the load on one gives N. Counted in one-second
 // slots per endpoint, so a call costs an increment and a scrape sums 30 numbers
-// per endpoint.
+// per endpoint. Timed by the data plane's clock (clock.ts), which a call's end
+// has read already: Date.now() is a call into V8's runtime on every call.
+import { now } from '../clock.ts';
+
 const SLOTS = 30;
 const SLOT_MS = 1000;
 
@@ -29,7 +32,8 @@ class Window {
 export class LoadSkew {
   private readonly windows = new Map<string, Window>();
 
-  constructor(private readonly clock: () => number = Date.now) {}
+  /** @param clock milliseconds, any origin: only whole seconds between readings count. */
+  constructor(private readonly clock: () => number = now) {}
 
   /** One call went to `endpoint`. */
   record(endpoint: string): void {
