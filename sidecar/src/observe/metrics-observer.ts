@@ -32,6 +32,7 @@ import { HistogramFamily, TextSink, ValueFamily, type ExpositionSink, type Metri
 import type { MethodShape } from '../route/proto-catalog.ts';
 import type { Route, Router } from '../route/router.ts';
 import { CallObservation, CallRecorder } from './metrics/call-recorder.ts';
+import { InFlightCalls } from './metrics/in-flight.ts';
 import { MetricCatalogue } from './metrics/catalogue.ts';
 import { ConnectionRecorder } from './metrics/connection-recorder.ts';
 import { DeadlineRecorder } from './metrics/deadline-recorder.ts';
@@ -120,7 +121,7 @@ class MetricsObserverImpl implements MetricsObserver {
   private readonly extraFamilies: MetricFamily[] = [];
   private readonly router: Router;
   /** Calls in flight: their message counts and endpoints are read at each scrape. */
-  private readonly inFlight = new Set<CallRecord>();
+  private readonly inFlight = new InFlightCalls<CallObservation>();
   private readonly processMetrics: ProcessMetrics;
   private readonly targetInfo: string;
   private readonly openMetricsTargetInfo: string;
@@ -250,8 +251,9 @@ class MetricsObserverImpl implements MetricsObserver {
     }
     const cells = this.cellsFor(call);
     cells.active.value++;
-    call.observation = new CallObservation(cells);
-    this.inFlight.add(call);
+    const obs = new CallObservation(cells);
+    call.observation = obs;
+    this.inFlight.add(call, obs);
   }
 
   /** Each procedure of a tRPC call is in flight, a batch of N counting N. */
@@ -261,15 +263,16 @@ class MetricsObserverImpl implements MetricsObserver {
     const obs = new CallObservation(procedures[0]!);
     obs.procedures = procedures;
     call.observation = obs;
-    this.inFlight.add(call);
+    this.inFlight.add(call, obs);
     return obs;
   }
 
   callEnded(call: CallRecord): void {
     const started = call.observation;
+    const ours = started instanceof CallObservation ? started : undefined;
     let obs: CallObservation;
-    if (started instanceof CallObservation) {
-      obs = started;
+    if (ours !== undefined) {
+      obs = ours;
     } else {
       // The slot holds no state of ours: the call started before this observer
       // did, or another observer took the slot. Resolving the route again gives
@@ -282,12 +285,14 @@ class MetricsObserverImpl implements MetricsObserver {
       // own outcome) carried by one HTTP call (proxy overhead, resets, the upstream
       // endpoint's counts), as docs/metrics.md "tRPC" sets out.
       const trpcObs = obs.procedures ? obs : this.trpcStarted(call);
-      const shape = this.calls.trpcEnded(call, trpcObs, this.inFlight.has(call));
-      this.inFlight.delete(call);
+      // Listed anew by trpcStarted when the slot held no procedures of ours: then the list is searched.
+      const listed = trpcObs === ours ? ours : undefined;
+      const shape = this.calls.trpcEnded(call, trpcObs, this.inFlight.has(call, listed));
+      this.inFlight.delete(call, listed);
       this.httpCallEnded(call, trpcObs.cells, decideCodeNumber(call), shape);
       return;
     }
-    if (this.inFlight.delete(call)) obs.cells.active.value--;
+    if (this.inFlight.delete(call, ours)) obs.cells.active.value--;
     const code = decideCodeNumber(call);
     const shape = this.calls.ended(call, obs, code);
     this.httpCallEnded(call, obs.cells, code, shape);
@@ -368,11 +373,10 @@ class MetricsObserverImpl implements MetricsObserver {
   /** The values only read when someone reads them: messages of calls in flight, endpoints, faults. */
   private refresh(): void {
     this.upstreams.clearInFlight();
-    for (const call of this.inFlight) {
-      const obs = call.observation;
-      if (call.framed && obs instanceof CallObservation) this.calls.countMessages(call, obs);
+    this.inFlight.forEach((call, obs) => {
+      if (call.framed) this.calls.countMessages(call, obs);
       this.upstreams.inFlight(call);
-    }
+    });
     this.upstreams.beforeRender();
     this.faults.beforeRender();
   }

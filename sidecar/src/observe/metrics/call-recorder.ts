@@ -8,6 +8,7 @@ import { grpcCodeName } from '../../protocol/status-codes.ts';
 import type { MethodShape } from '../../route/proto-catalog.ts';
 import { procedureCodeNumber } from '../../call/call-outcome.ts';
 import type { CallRecord } from '../../call/call-record.ts';
+import type { InFlightEntry } from './in-flight.ts';
 import { callShape } from '../call-shape.ts';
 import type { DetailLevel } from '../metrics-detail.ts';
 import type { HistogramCell } from '../metric-cells.ts';
@@ -18,12 +19,17 @@ import { ENCODING_INDEX, EncodingCells, StatusCells, encodingLabels, routeLabels
 const SAMPLED = 0x01;
 
 /** Per-call state between callStarted and callEnded. */
-export class CallObservation {
+export class CallObservation implements InFlightEntry<CallObservation> {
   /** Messages already added to the counters (counted on the fly at each scrape, the rest at the end). */
   requestMessages = 0;
   responseMessages = 0;
   /** tRPC: the cells of each procedure the call carries, in path order (cells is the first's). */
   procedures: RouteCells[] | undefined;
+  /** While the call is in flight: the call, the list of calls in flight it is on, and its neighbours there (in-flight.ts). */
+  call: CallRecord | undefined = undefined;
+  list: object | undefined = undefined;
+  prev: CallObservation | undefined = undefined;
+  next: CallObservation | undefined = undefined;
   constructor(readonly cells: RouteCells) {}
 }
 
