@@ -3,6 +3,7 @@
 import { performance } from 'node:perf_hooks';
 import type { UpstreamUrl } from '../../config/parse-value.ts';
 import type { EjectionReason } from '../../call/faults.ts';
+import type { UpstreamPick } from '../../call/call.ts';
 
 /** A failed endpoint sits out for 1 s, doubling per failure in a row, at most 30 s. */
 const BACKOFF_BASE_MS = 1000;
@@ -35,6 +36,8 @@ export class Endpoint {
   probing = false;
   /** Calls in a row it answered UNAVAILABLE (or 502, 503, 504). */
   consecutiveUnavailable = 0;
+  /** What a call picked onto it is given (its target, and how the balancer hears of the call's end): made once, by the balancer that keeps it. */
+  pick: UpstreamPick | undefined;
 
   constructor(
     /** `host:port`, the `upstream` label. */

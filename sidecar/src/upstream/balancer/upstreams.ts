@@ -8,6 +8,7 @@ import type { CallRecord } from '../../call/call-record.ts';
 import { noopObserver, type ConnectionRecord, type Observer } from '../../call/observer.ts';
 import type { EjectionReason } from '../../call/faults.ts';
 import type { UpstreamPick } from '../../call/call.ts';
+import { now } from '../../clock.ts';
 import { Endpoint } from './endpoint.ts';
 import { OutlierEjection } from './outlier-ejection.ts';
 import type { Picker } from './picker.ts';
@@ -83,8 +84,6 @@ export interface BalancedOptions {
 export class BalancedUpstreams implements Upstreams {
   private readonly endpoints = new Map<string, Endpoint>();
   private usable: Endpoint[] = [];
-  /** Each endpoint's pick, bound once when the endpoint is added. */
-  private readonly picks = new WeakMap<Endpoint, UpstreamPick>();
   private timer: NodeJS.Timeout | undefined;
   readonly observer: Observer;
   private readonly ejection: OutlierEjection;
@@ -125,22 +124,30 @@ export class BalancedUpstreams implements Upstreams {
   }
 
   pick(connectionId: number): UpstreamPick | undefined {
-    const now = performance.now();
-    this.ejection.probeDue(now);
-    let candidates = this.usable.filter((e) => e.usable(now));
+    // The data plane's clock: within a read, the time the read already took.
+    const t = now();
+    this.ejection.probeDue(t);
+    let candidates = this.usable;
+    // Most calls find every endpoint usable: the list as it is, no copy made for the call.
+    for (let i = 0; i < candidates.length; i++) {
+      if (!candidates[i]!.usable(t)) {
+        candidates = this.usable.filter((e) => e.usable(t));
+        break;
+      }
+    }
     // Every endpoint backing off: try the one whose back-off ends first rather than fail the call.
     if (candidates.length === 0 && this.usable.length > 0) candidates = [this.usable.reduce((a, b) => (a.retryAt <= b.retryAt ? a : b))];
     if (candidates.length === 0) return undefined;
     const e = this.opts.picker.pick(candidates, connectionId);
     e.active++;
     e.calls++;
-    return this.picks.get(e);
+    return e.pick;
   }
 
   private callEnded(e: Endpoint, call: CallRecord): void {
     const answered = !call.upstreamBusy && !call.upstreamUnreachable && !call.upstreamLost && call.upstreamStartTime !== undefined;
     // Only an answer teaches latency (and clears the failures in a row); the rest is the ejection's to judge.
-    if (answered) e.finished(performance.now(), (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime!);
+    if (answered) e.finished(now(), (call.upstreamEndTime ?? call.endTime) - call.upstreamStartTime!);
     else e.passed();
     this.ejection.callEnded(e, call);
     if (e.draining && e.active === 0) this.opts.retire(e.target);
@@ -187,7 +194,7 @@ export class BalancedUpstreams implements Upstreams {
       }
       const e = new Endpoint(target.authority, target);
       this.endpoints.set(target.authority, e);
-      this.picks.set(e, { target, onCallEnded: (call) => this.callEnded(e, call) });
+      e.pick = { target, onCallEnded: (call) => this.callEnded(e, call) };
       this.opts.log.info('endpoint added', { upstream: target.authority });
     }
     for (const [address, e] of this.endpoints) {
