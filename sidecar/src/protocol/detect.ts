@@ -55,6 +55,15 @@ function bodyEncoding(media: string): Encoding {
   return 'other';
 }
 
+/**
+ * The last content-type that named a framed protocol, and what it said: a framed
+ * protocol (gRPC, gRPC-Web, Connect streaming) is read off the content-type alone,
+ * and a connection's calls send the same one call after call, so a repeat is one
+ * comparison (no trimming, lower-casing or lookup) and the same frozen answer.
+ */
+let lastFramedType: string | undefined;
+let lastFramed: Detected | undefined;
+
 const REST: Detected = Object.freeze({ protocol: 'rest', encoding: 'other', framed: false, base64: false }) as Detected;
 
 /**
@@ -65,12 +74,16 @@ const REST: Detected = Object.freeze({ protocol: 'rest', encoding: 'other', fram
  * lies under `trpcPrefix` is tRPC.
  */
 export function detect(method: string, contentType: string | undefined, connectVersion: string | undefined, query: string, path = '', trpcPrefix = ''): Detected {
+  if (contentType !== undefined && contentType === lastFramedType) return lastFramed!;
   const media = mediaType(contentType);
   const plus = media.indexOf('+');
   const framed = FRAMED_TYPES.get(plus < 0 ? media : media.slice(0, plus));
   if (framed) {
     const encoding = framed.base64 ? 'text' : plus < 0 ? framed.bare : (CODECS[media.slice(plus + 1)] ?? 'other');
-    return { protocol: framed.protocol, encoding, framed: true, base64: framed.base64 };
+    const detected = Object.freeze({ protocol: framed.protocol, encoding, framed: true, base64: framed.base64 }) as Detected;
+    lastFramedType = contentType;
+    lastFramed = detected;
+    return detected;
   }
   // Connect unary POST: any codec's media type plus the protocol version header.
   if (connectVersion !== undefined && method !== 'GET') {

@@ -21,6 +21,23 @@ describe('detect properties', () => {
     );
   });
 
+  it('answers each head alike whichever heads came before it (the last framed type is remembered)', () => {
+    const type = fc.option(fc.constantFrom('application/grpc', 'application/grpc+json', 'Application/GRPC-Web-Text', 'application/connect+proto', 'application/json', 'application/proto', ''), { nil: undefined });
+    const head = fc.tuple(fc.constantFrom('POST', 'GET'), type, fc.option(fc.constant('1'), { nil: undefined }), fc.constantFrom('', 'connect=v1&encoding=json'), fc.constantFrom('/a.B/C', '/trpc/x.y'));
+    fc.assert(
+      fc.property(fc.array(head, { minLength: 1, maxLength: 12 }), (heads) => {
+        // A tRPC call's procedures are a new object each time: compared by their paths.
+        const seen = (h: (typeof heads)[number]): object => {
+          const d = detect(...h, '/trpc');
+          return { ...d, trpc: d.trpc?.procedures.map((p) => p.path) };
+        };
+        const forward = heads.map(seen);
+        const backward = [...heads].reverse().map(seen).reverse();
+        assert.deepEqual(forward, backward);
+      }),
+    );
+  });
+
   it('finds the framed protocols in any case, with any codec and parameters', () => {
     const framed = { 'application/grpc': 'grpc', 'application/grpc-web': 'grpc_web', 'application/grpc-web-text': 'grpc_web', 'application/connect': 'connect' } as const;
     fc.assert(
