@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { balancedCpuTable, balancedSkewTable, callsPerEndpoint, increasePercent, loadTable, lossPercent, median, ratio, rssTable, skew, summarize, summarizeBalanced, type BalancedSample, type Phase, type Sample } from './bench-report.ts';
+import { balancedCpuTable, balancedSkewTable, callsPerEndpoint, increasePercent, loadTable, lossPercent, median, pairedTable, ratio, rssTable, skew, summarize, summarizeBalanced, summarizePaired, type BalancedSample, type PairedWindow, type Phase, type Sample } from './bench-report.ts';
 import { parseH2load, percentile } from './h2load.ts';
 import { parseStraceSummary } from './syscalls.ts';
 
@@ -147,4 +147,26 @@ test('parseStraceSummary reads the total and the most frequent calls of strace -
   ].join('\n');
   assert.deepEqual(parseStraceSummary(summary), { total: 10850, top: [['read', 6000], ['writev', 4000], ['epoll_wait', 850]] });
   assert.equal(parseStraceSummary('strace: attach: ptrace(PTRACE_SEIZE, 1): Operation not permitted\n'), undefined);
+});
+
+test('paired windows read each proxy against nginx round by round: median, lowest, highest, rounds at or under 1x', () => {
+  const win = (target: string, round: number, cpuUsPerCall: number, node = ''): PairedWindow => ({ target, node, round, cpuUsPerCall, failed: 0 });
+  // nginx drifts from round to round; the relay follows it, so its own median says less than the ratios do.
+  const windows = [win('nginx', 1, 100), win('relay', 1, 90, '20'), win('nginx', 2, 150), win('relay', 2, 165, '20'), win('nginx', 3, 120), win('relay', 3, 120, '20'), win('HAProxy', 1, 80), win('HAProxy', 3, 60)];
+  const rows = summarizePaired(windows);
+  const relay = rows.find((r) => r.target === 'relay')!;
+  assert.deepEqual(relay.ratios, [0.9, 1.1, 1]);
+  assert.equal(relay.ratio, 1);
+  assert.equal(relay.lowest, 0.9);
+  assert.equal(relay.highest, 1.1);
+  assert.equal(relay.atOrUnder, 2);
+  assert.equal(relay.cpuUs, 120);
+  const ha = rows.find((r) => r.target === 'HAProxy')!;
+  assert.deepEqual(ha.ratios, [0.8, 0.5], 'a proxy missing a round is read on the rounds it has');
+  const nginxRow = rows.find((r) => r.target === 'nginx')!;
+  assert.deepEqual(nginxRow.ratios, []);
+  assert.ok(Number.isNaN(nginxRow.ratio));
+  const table = pairedTable('t', 3, rows);
+  assert.match(table, /\| relay \(Node 20\) \| 120\.0 \| 1\.00× \| 0\.90× – 1\.10× \| 2 of 3 \| 0 \|/);
+  assert.match(table, /\| nginx \| 120\.0 \| 1\.00× \| – \| – \| 0 \|/);
 });

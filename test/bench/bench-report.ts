@@ -274,3 +274,64 @@ export function balancedSkewTable(rate: number, rows: readonly BalancedSummary[]
     ...rows.filter((s) => s.target !== DIRECT).map((s) => `| ${rowName(s.target, s.node)} | ${BALANCED_LOADS.map((l) => cells(s, l)).join(' | ')} |`),
   ].join('\n');
 }
+
+/** One window of the paired fixed-rate benchmark (paired-rate.ts): a peer's CPU per call in round `round`. */
+export interface PairedWindow {
+  target: string;
+  node: string;
+  round: number;
+  cpuUsPerCall: number;
+  failed: number;
+}
+
+export interface PairedSummary {
+  target: string;
+  node: string;
+  /** Median over rounds of the peer's CPU per call. */
+  cpuUs: number;
+  /** Each round's figure over nginx's figure of the same round. */
+  ratios: number[];
+  /** Median, lowest and highest of `ratios` (NaN for nginx itself, or without nginx). */
+  ratio: number;
+  lowest: number;
+  highest: number;
+  /** Rounds whose ratio is at or under 1. */
+  atOrUnder: number;
+  failed: number;
+}
+
+/** Per peer, its median CPU per call and its ratios to nginx round by round (each round's windows taken close together). */
+export function summarizePaired(windows: readonly PairedWindow[]): PairedSummary[] {
+  const keys = [...new Map(windows.map((w) => [`${w.target}\0${w.node}`, w])).values()];
+  const nginxOf = new Map(windows.filter((w) => w.target === NGINX).map((w) => [w.round, w.cpuUsPerCall]));
+  return keys.map((k) => {
+    const ws = windows.filter((w) => w.target === k.target && w.node === k.node);
+    const ratios = k.target === NGINX ? [] : ws.map((w) => ratio(w.cpuUsPerCall, nginxOf.get(w.round) ?? NaN)).filter(Number.isFinite);
+    return {
+      target: k.target,
+      node: k.node,
+      cpuUs: median(ws.map((w) => w.cpuUsPerCall)),
+      ratios,
+      ratio: median(ratios),
+      lowest: ratios.length ? Math.min(...ratios) : NaN,
+      highest: ratios.length ? Math.max(...ratios) : NaN,
+      atOrUnder: ratios.filter((r) => r <= 1).length,
+      failed: sum(ws.map((w) => w.failed)),
+    };
+  });
+}
+
+/** The paired benchmark's table: CPU per call, and the ratio to nginx read round by round. */
+export function pairedTable(title: string, rounds: number, rows: readonly PairedSummary[]): string {
+  return [
+    `#### ${title}`,
+    '',
+    '| | CPU µs/call (median) | ×nginx, median of the rounds | lowest – highest | rounds at or under 1× | failed |',
+    '|---|---|---|---|---|---|',
+    ...rows.map((s) =>
+      s.target === NGINX
+        ? `| ${rowName(s.target, s.node)} | ${f1(s.cpuUs)} | 1.00× | – | – | ${s.failed} |`
+        : `| ${rowName(s.target, s.node)} | ${f1(s.cpuUs)} | ${times(s.ratio)} | ${times(s.lowest)} – ${times(s.highest)} | ${s.atOrUnder} of ${s.ratios.length || rounds} | ${s.failed} |`,
+    ),
+  ].join('\n');
+}
