@@ -15,12 +15,19 @@ class Fields {}
 Object.setPrototypeOf(Fields.prototype, null);
 Reflect.deleteProperty(Fields.prototype, 'constructor');
 
+/** A name's values with one more: the first alone, then a list in order (the list `had` is added to in place). */
+export function withValue(had: string | string[] | undefined, value: string): string | string[] {
+  if (had === undefined) return value;
+  if (Array.isArray(had)) {
+    had.push(value);
+    return had;
+  }
+  return [had, value];
+}
+
 /** Adds a field to `bag`: a repeated name's values become a list, in order. */
 export function addField(bag: HeaderBag, name: string, value: string): void {
-  const had = bag[name];
-  if (had === undefined) bag[name] = value;
-  else if (Array.isArray(had)) had.push(value);
-  else bag[name] = [had, value];
+  bag[name] = withValue(bag[name], value);
 }
 
 /** An empty headers object that inherits nothing (`constructor`, `__proto__` and `toString` read as undefined). */

@@ -4,7 +4,7 @@
 import type http2 from 'node:http2';
 import type { ConnectionRecord } from '../call/observer.ts';
 import { detectRequest } from '../protocol/detect.ts';
-import { addField, emptyHeaderBag, type HeaderBag } from '../protocol/header-bag.ts';
+import { addField, emptyHeaderBag, withValue, type HeaderBag } from '../protocol/header-bag.ts';
 import { headerText } from '../protocol/header-text.ts';
 import { now } from '../clock.ts';
 import { Call } from '../call/call.ts';
@@ -42,16 +42,6 @@ export function responseFields(list: HeaderList): ResponseFields {
 }
 
 
-/** A repeated request field's values, as the header object keeps them: the first alone, then a list in order. */
-function more(had: string | string[] | undefined, value: string): string | string[] {
-  if (had === undefined) return value;
-  if (Array.isArray(had)) {
-    had.push(value);
-    return had;
-  }
-  return [had, value];
-}
-
 /** The request fields a call reads, each as headerBag(list) has it; one shape for every request. */
 class RequestFieldSet {
   ':method': string | string[] | undefined = undefined;
@@ -81,14 +71,14 @@ export function requestFields(list: HeaderList): HeaderBag {
   for (let i = 0; i < list.length; i += 2) {
     const name = list[i]!;
     const value = list[i + 1]!;
-    if (name === ':method') f[':method'] = more(f[':method'], value);
-    else if (name === ':path') f[':path'] = more(f[':path'], value);
-    else if (name === 'content-type') f['content-type'] = more(f['content-type'], value);
-    else if (name === 'connect-protocol-version') f['connect-protocol-version'] = more(f['connect-protocol-version'], value);
-    else if (name === 'grpc-timeout') f['grpc-timeout'] = more(f['grpc-timeout'], value);
-    else if (name === 'connect-timeout-ms') f['connect-timeout-ms'] = more(f['connect-timeout-ms'], value);
-    else if (name === 'traceparent') f.traceparent = more(f.traceparent, value);
-    else if (name === 'tracestate') f.tracestate = more(f.tracestate, value);
+    if (name === ':method') f[':method'] = withValue(f[':method'], value);
+    else if (name === ':path') f[':path'] = withValue(f[':path'], value);
+    else if (name === 'content-type') f['content-type'] = withValue(f['content-type'], value);
+    else if (name === 'connect-protocol-version') f['connect-protocol-version'] = withValue(f['connect-protocol-version'], value);
+    else if (name === 'grpc-timeout') f['grpc-timeout'] = withValue(f['grpc-timeout'], value);
+    else if (name === 'connect-timeout-ms') f['connect-timeout-ms'] = withValue(f['connect-timeout-ms'], value);
+    else if (name === 'traceparent') f.traceparent = withValue(f.traceparent, value);
+    else if (name === 'tracestate') f.tracestate = withValue(f.tracestate, value);
   }
   return f as unknown as HeaderBag;
 }
