@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { failureLine, tapFailures, type TapFailure } from './tap-failures.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (pkgDir: string, name: string): string => join(root, pkgDir, 'node_modules', '.bin', name);
@@ -84,6 +85,11 @@ results.push(
 );
 // The browser tests load the built plugin.
 results.push(await step('panel plugin: build', check(process.execPath, ['.config/build.mjs'], plugin)));
+/** Every failed or cancelled node:test test of the run, printed again before the summary. */
+const failures: TapFailure[] = [];
+/** How many failures the digest before the summary prints (CI keeps the last lines of a run). */
+const DIGEST = 12;
+
 /**
  * Runs node:test files (with the environment added) and counts their tests from
  * the TAP report's closing `# pass`, `# fail`, `# cancelled`, `# skipped` and
@@ -94,6 +100,7 @@ async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<
   const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
   const { code } = await run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], root, env);
   const text = readFileSync(tap, 'utf8');
+  failures.push(...tapFailures(text));
   const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
   const failed = num('fail') + num('cancelled');
   return { ok: code === 0, passed: num('pass'), failed: failed + (code !== 0 && failed === 0 ? 1 : 0), skipped: num('skipped'), todo: num('todo') };
@@ -126,6 +133,14 @@ results.push(
   ),
 );
 process.stdout.write('\n');
+if (failures.length > 0) {
+  // What failed and why: the tests and hooks that failed themselves, then the tests a suite's failure
+  // cancelled. A suite that failed only because a test in it did says nothing more and is left out.
+  const own = failures.filter((f) => f.failureType !== 'subtestsFailed');
+  const shown = [...own.filter((f) => f.failureType !== 'cancelledByParent'), ...own.filter((f) => f.failureType === 'cancelledByParent')].slice(0, DIGEST);
+  process.stdout.write(`failures (${own.length}${own.length > DIGEST ? `, the first ${DIGEST}` : ''}; the spec report above has each in full):\n`);
+  for (const f of shown) process.stdout.write(`${failureLine({ ...f, location: f.location && relative(root, f.location) }, 400)}\n`);
+}
 for (const r of results) {
   process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'} ${r.name.padEnd(40)} ${String(r.passed).padStart(5)} passed ${String(r.failed).padStart(3)} failed ${String(r.skipped).padStart(3)} skipped ${String(r.todo).padStart(3)} todo  ${r.seconds.toFixed(1)} s\n`);
 }
