@@ -118,6 +118,24 @@ function h2Connection(url: string): Connection {
   };
 }
 
+/**
+ * How long a call may take before it counts as lost: calls here take milliseconds,
+ * so a call still unanswered after this long is one the sidecar hung.
+ */
+const CALL_TIMEOUT_MS = 30_000;
+const HUNG = Symbol('hung');
+
+/** The call's outcome, or HUNG if it has none within CALL_TIMEOUT_MS. */
+async function answered(call: Promise<string | undefined>): Promise<string | undefined | typeof HUNG> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<typeof HUNG>((resolve) => (timer = setTimeout(() => resolve(HUNG), CALL_TIMEOUT_MS)));
+  try {
+    return await Promise.race([call, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Runs every caller until `seconds` have passed; the calls each kind made and every failure. */
 async function traffic(sc: SidecarProcess, seconds: number): Promise<{ made: Record<Kind, number>; failures: string[] }> {
   const made: Record<Kind, number> = { grpcUnary: 0, grpcStream: 0, restH1: 0, restH2: 0 };
@@ -132,9 +150,14 @@ async function traffic(sc: SidecarProcess, seconds: number): Promise<{ made: Rec
         conn.close();
         conn = open(kind);
       }
-      const wrong = await conn.call(i);
+      const wrong = await answered(conn.call(i));
       made[kind]++;
-      if (wrong !== undefined) failures.push(`${kind} call ${i}: ${wrong}`);
+      if (wrong === HUNG) {
+        // Named here rather than left to time the whole suite out; the connection goes, as a client's would.
+        failures.push(`${kind} call ${i}: no answer within ${CALL_TIMEOUT_MS / 1000} s`);
+        conn.close();
+        conn = open(kind);
+      } else if (wrong !== undefined) failures.push(`${kind} call ${i}: ${wrong}`);
     }
     conn.close();
   };
