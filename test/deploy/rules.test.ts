@@ -95,10 +95,26 @@ describe('prometheus rules', () => {
     assert.deepEqual(longRawRanges({ record: 'ok', expr: 'sum_over_time(a:rpcscope_calls_total:rate5m[30m]) / rate(rpcscope_calls_total{code="OK"}[5m])' }), []);
   });
 
-  it('put the long windows in a group of their own, so the short ones are not held up behind them', () => {
+  it('put the long windows in the groups that run every minute, so the 30 s ones are not held up behind them', () => {
+    // rpcscope.recording.long, and the 30-minute missing-deadline ratio as the last rule of
+    // rpcscope.recording.methods, beside the two rates it divides: another group could read them
+    // between the two records, one side an evaluation newer than the other.
+    const longReaders = new Set(['rpcscope.recording.methods', 'rpcscope.recording.long']);
     for (const g of groups) {
       const long = g.rules.some((r) => rangeReads(r.expr).some((read) => read.seconds > 300));
-      assert.equal(long, g.name === 'rpcscope.recording.long', `${g.name} ${long ? 'reads' : 'does not read'} windows over 5 minutes`);
+      assert.equal(long, longReaders.has(g.name), `${g.name} ${long ? 'reads' : 'does not read'} windows over 5 minutes`);
+      if (long) assert.equal(g.interval, '1m', g.name);
+    }
+  });
+
+  it('record the missing-deadline ratio in the group that records both its sides, after them', () => {
+    const methods = groups.find((g) => g.name === 'rpcscope.recording.methods')!;
+    const at = (record: string): number => methods.rules.findIndex((r) => r.record === record);
+    const ratio = at('namespace_service_method:rpcscope_calls_without_deadline_total:ratio30m');
+    assert.ok(ratio >= 0, 'the ratio is in rpcscope.recording.methods');
+    for (const side of ['namespace_service_direction_protocol_method:rpcscope_calls_without_deadline_total:rate5m', 'namespace_service_direction_protocol_method:rpcscope_calls_total:rate5m']) {
+      assert.ok(at(side) >= 0 && at(side) < ratio, `${side} is recorded before the ratio, in the same group`);
+      assert.ok(metricNames(methods.rules[ratio]!.expr ?? '').includes(side), side);
     }
   });
 
