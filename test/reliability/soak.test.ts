@@ -175,7 +175,7 @@ function counted(samples: Sample[]): { grpcUnary: number; grpcStream: number; re
   };
 }
 
-describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + WARMUP_S + 300) * 1000 }, () => {
+describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + WARMUP_S + 600) * 1000 }, () => {
   let grpcUpstream: EchoUpstreamProcess;
   let restUpstream: EchoUpstreamProcess;
   let sc: SidecarProcess;
