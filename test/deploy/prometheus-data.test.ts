@@ -51,10 +51,11 @@ describe('against a real Prometheus scraping sidecars with traffic', () => {
     // The longest look-back any expression needs: a rate window behind an offset.
     await prom.waitForData(`rate(rpcscope_calls_total[${DATA_VALUES.__rate_interval}] offset ${DATA_VALUES.compare})`, 30_000);
     // The long windows are recorded by a group that runs every minute (rpcscope.recording.long), from
-    // the 5-minute recordings: its first evaluation comes within a minute of the start. The 30-minute
+    // the 5-minute recordings read up to 30 s back: its first value needs a 5-minute rate 30 s old,
+    // then the group's next evaluation, up to a minute later. The 30-minute
     // ratio is the last rule of rpcscope.recording.methods, every minute too, after the per-method
     // rates it sums, so its first value comes with that group's first rates.
-    await prom.waitForData('namespace_service:rpcscope_stream_resets_total:rate1h', 90_000);
+    await prom.waitForData('namespace_service:rpcscope_stream_resets_total:rate1h', 180_000);
     await prom.waitForData('namespace_service_method:rpcscope_calls_without_deadline_total:ratio30m', 150_000);
     for (const family of ['rpcscope_translated_calls_total', 'rpcscope_translation_seconds_bucket', 'rpcscope_shadow_calls_total']) {
       await prom.waitForData(`rate(${family}[${DATA_VALUES.__rate_interval}])`, 60_000);

@@ -129,6 +129,8 @@ export interface RangeRead {
   metrics: string[];
   range: string;
   seconds: number;
+  /** The `offset` after the range, in seconds (0 without one). */
+  offsetSeconds: number;
 }
 
 /**
@@ -161,7 +163,8 @@ export function rangeReads(expr: string): RangeRead[] {
       while (start >= 0 && /[\w:]/.test(text[start] ?? '')) start--;
       start++;
     }
-    out.push({ metrics: metricNames(text.slice(start, end + 1)), range, seconds: durationSeconds(range) });
+    const offset = /^\s*offset\s+([0-9a-z]+)/.exec(text.slice((m.index ?? 0) + m[0].length))?.[1];
+    out.push({ metrics: metricNames(text.slice(start, end + 1)), range, seconds: durationSeconds(range), offsetSeconds: offset ? durationSeconds(offset) : 0 });
   }
   return out;
 }

@@ -107,6 +107,26 @@ describe('prometheus rules', () => {
     }
   });
 
+  it("read another group's records over a window only 30 s or more in the past", () => {
+    // Each group runs on its own schedule, and each rule's read sees what was committed before it:
+    // a window ending now can hold the newest evaluation of one of another group's records and not
+    // of the next one, when that group is part-way through its rules. Ending 30 s back, past any
+    // evaluation that keeps to its interval, it holds whole evaluations only.
+    const recordedBy = new Map(groups.flatMap((g) => g.rules.flatMap((r) => (r.record ? [[r.record, g.name] as const] : []))));
+    const early = groups.flatMap((g) =>
+      g.rules.flatMap((r) =>
+        rangeReads(r.expr).flatMap((read) =>
+          read.metrics.filter((m) => recordedBy.has(m) && recordedBy.get(m) !== g.name && read.offsetSeconds < 30).map((m) => `${g.name} ${r.record ?? r.alert}: ${m}[${read.range}]`),
+        ),
+      ),
+    );
+    assert.deepEqual(early, []);
+    assert.deepEqual(
+      rangeReads('sum_over_time(a:b:rate5m[1h] offset 30s) / count_over_time(c:d:rate5m[1h])').map((r) => r.offsetSeconds),
+      [30, 0],
+    );
+  });
+
   it('record the missing-deadline ratio in the group that records both its sides, after them', () => {
     const methods = groups.find((g) => g.name === 'rpcscope.recording.methods')!;
     const at = (record: string): number => methods.rules.findIndex((r) => r.record === record);
