@@ -36,8 +36,8 @@ export function tapFailures(tap: string): TapFailure[] {
     const result = /^( *)(not ok|ok) \d+ - (.*?)(?: # (?:SKIP|TODO).*)?$/.exec(line);
     if (!result) continue;
     const depth = result[1]!.length;
-    while (pending.length > 0 && pending.at(-1)!.depth > depth) pending.pop();
-    if (pending.at(-1)?.depth === depth) pending.pop();
+    // The result closes the subtest opened at its depth (and any left open deeper).
+    while (pending.length > 0 && pending.at(-1)!.depth >= depth) pending.pop();
     if (result[2] === 'ok') continue;
     const parents = pending.map((p) => p.name);
     const diag = diagnostics(lines, i + 1, depth);
