@@ -21,8 +21,9 @@ export class HpackError extends RpcscopeError {
 }
 
 /**
- * Decoded headers, flat: name, value, name, value… Reused by the next decode of
- * the same decoder: a caller that keeps them copies them.
+ * Decoded headers, flat: name, value, name, value… Read-only, and reused by
+ * later decodes of the same decoder (its working list, or a repeated block's
+ * list, `BlockMemo`): a caller that keeps them copies them, none changes them.
  */
 export type HeaderList = string[];
 
@@ -55,6 +56,11 @@ export class HpackDecoder {
   private cachedOctets: (Uint8Array | undefined)[] | undefined;
   private cachedValues: string[] | undefined;
   private cachedTotal = 0;
+  /** Bumped by whatever changes the dynamic table (an insertion, with its evictions; a size update). */
+  private version = 0;
+  /** The last blocks that left the table as it was, to know a repeat by (BlockMemo); made at the first. */
+  private memos: BlockMemo[] | undefined;
+  private memoNext = 0;
 
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
@@ -106,6 +112,49 @@ export class HpackDecoder {
 
   /** Decodes one complete header block; throws HpackError on malformed input. */
   decode(block: Uint8Array): HeaderList {
+    const n = block.length;
+    const memos = this.memos;
+    if (memos !== undefined && n <= MEMO_BLOCK_MAX) {
+      for (let k = 0; k < memos.length; k++) {
+        const m = memos[k]!;
+        if (m.octets.length === n && m.version === this.version && sameOctets(m.octets, n, block, 0)) {
+          this.listOctets = m.listOctets;
+          const never = this.neverIndexed;
+          while (never.length > 0) never.pop();
+          return m.list;
+        }
+      }
+    }
+    const version = this.version;
+    const out = this.decodeFields(block);
+    // Neither the table nor a never-indexed field: the same octets decode to the same list while the table stays.
+    if (this.version === version && this.neverIndexed.length === 0 && n > 0 && n <= MEMO_BLOCK_MAX) this.remember(block, out);
+    return out;
+  }
+
+  /**
+   * Keeps `block` and its list in the next slot. A block a peer sends on every
+   * message (a gRPC method's request headers, an endpoint's answer headers and
+   * its trailers, which take turns) is then compared octet by octet, not read
+   * field by field.
+   */
+  private remember(block: Uint8Array, list: HeaderList): void {
+    const memos = (this.memos ??= []);
+    let m = memos[this.memoNext];
+    if (m === undefined) {
+      m = { octets: new Uint8Array(block.length), version: 0, list: [], listOctets: 0 };
+      memos.push(m);
+    } else if (m.octets.length !== block.length) m.octets = new Uint8Array(block.length);
+    this.memoNext = (this.memoNext + 1) % MEMO_SLOTS;
+    m.octets.set(block);
+    m.version = this.version;
+    m.listOctets = this.listOctets;
+    const kept = m.list;
+    while (kept.length > 0) kept.pop();
+    for (let i = 0; i < list.length; i++) kept.push(list[i]!);
+  }
+
+  private decodeFields(block: Uint8Array): HeaderList {
     const out = this.out;
     // Emptied by pops: setting `length` is a call into V8's runtime, a pop is not.
     while (out.length > 0) out.pop();
@@ -135,6 +184,7 @@ export class HpackDecoder {
         const size = readInt(block, i, 5);
         i = cursor;
         if (size > this.limit) throw new HpackError(`dynamic table size update to ${size} above the limit ${this.limit}`);
+        this.version++;
         this.maxSize = size;
         // §4.3: only what no longer fits goes; the encoder keeps the rest and refers to it.
         this.evict(size);
@@ -199,7 +249,7 @@ export class HpackDecoder {
     const name = STATIC_TABLE[index]![0];
     const octets = (this.cachedOctets ??= new Array<Uint8Array | undefined>(STATIC_LENGTH + 1))[index];
     // The octets from the string's first (its Huffman flag and length) to its last.
-    if (octets !== undefined && octets.length === end - at && sameOctets(octets, block, at)) {
+    if (octets !== undefined && octets.length === end - at && sameOctets(octets, octets.length, block, at)) {
       this.emit(out, name, this.cachedValues![index]!);
       return end;
     }
@@ -217,6 +267,7 @@ export class HpackDecoder {
   }
 
   private insert(name: string, value: string): void {
+    this.version++;
     const cost = name.length + value.length + ENTRY_OVERHEAD;
     // §4.4: an entry larger than the table empties it and is not added.
     if (cost > this.maxSize) return this.evict(0);
@@ -261,9 +312,27 @@ const CACHED_VALUE_MAX = 128;
 /** The most octets a decoder keeps for that in all (a few such fields; the dynamic table holds 4,096). */
 const CACHED_OCTETS_MAX = 512;
 
-/** Whether `block` from `at` holds `octets`. */
-function sameOctets(octets: Uint8Array, block: Uint8Array, at: number): boolean {
-  for (let k = 0; k < octets.length; k++) if (octets[k] !== block[at + k]) return false;
+/** Blocks kept to compare with: two, so that a response's headers and its trailers, taking turns on a connection, both repeat. */
+const MEMO_SLOTS = 2;
+/** The longest block kept (a gRPC call's request headers once the table holds them are 20–60 octets). */
+const MEMO_BLOCK_MAX = 128;
+
+/**
+ * A header block that left the dynamic table as it found it (no insertion, no
+ * size update) and held no never-indexed field: while the table's `version` is
+ * the same, the same octets decode to the same list, whose size was `listOctets`.
+ */
+interface BlockMemo {
+  /** The block's octets, exactly. */
+  octets: Uint8Array;
+  version: number;
+  list: HeaderList;
+  listOctets: number;
+}
+
+/** Whether `block` from `at` holds the first `length` of `octets`. */
+function sameOctets(octets: Uint8Array, length: number, block: Uint8Array, at: number): boolean {
+  for (let k = 0; k < length; k++) if (octets[k] !== block[at + k]) return false;
   return true;
 }
 

@@ -49,9 +49,11 @@ class Model {
 }
 
 /** Writes a block, and the fields a decoder must read from it, with the model following along. */
-function encode(ops: Op[], model: Model): { block: Buffer; fields: string[] } {
+function encode(ops: Op[], model: Model): { block: Buffer; fields: string[]; never: number[] } {
   const bytes: number[] = [];
   const fields: string[] = [];
+  /** The never-indexed fields' positions (0 for the first field). */
+  const never: number[] = [];
   for (const op of ops) {
     switch (op.kind) {
       case 'resize':
@@ -77,12 +79,13 @@ function encode(ops: Op[], model: Model): { block: Buffer; fields: string[] } {
         model.add(op.name, op.value);
         break;
       case 'plain':
+        if (op.never) never.push(fields.length / 2);
         bytes.push(...int(op.nameIndex, 4, op.never ? 0x10 : 0x00), ...str(op.value));
         fields.push(STATIC_TABLE[op.nameIndex]![0], op.value);
         break;
     }
   }
-  return { block: Buffer.from(bytes), fields };
+  return { block: Buffer.from(bytes), fields, never };
 }
 
 const text = fc.string({ maxLength: 40, unit: fc.integer({ min: 0, max: 255 }).map((c) => String.fromCharCode(c)) });
@@ -106,6 +109,45 @@ describe('HpackDecoder properties', () => {
           assert.deepEqual(decoder.entries(), model.entries);
         }
       }),
+    );
+  });
+
+  it('reads a block sent again against the table as it stands then, whatever came between', () => {
+    // A few blocks sent over and over, as a connection's calls send them: repeats of the
+    // same octets with the table unchanged between (a decoder may know them by their
+    // octets), and with it changed (an insertion, a size update) by another block.
+    // Blocks that only read the table (indexed fields, literals without indexing) beside
+    // blocks that change it, with short names and values so that entries differ yet fit.
+    const short = fc.string({ maxLength: 3, unit: fc.constantFrom('a', 'b', '\x80') });
+    const reads = fc.array(
+      fc.oneof(
+        fc.integer({ min: 1, max: STATIC_LENGTH }).map((index): Op => ({ kind: 'static', index })),
+        fc.nat({ max: 3 }).map((pick): Op => ({ kind: 'dynamic', pick })),
+        fc.tuple(fc.integer({ min: 1, max: STATIC_LENGTH }), short, fc.boolean()).map(([nameIndex, value, never]): Op => ({ kind: 'plain', nameIndex, value, never })),
+      ),
+      { minLength: 1, maxLength: 4 },
+    );
+    const changes = fc.array(
+      fc.oneof(
+        fc.tuple(short, short).map(([name, value]): Op => ({ kind: 'incremental', name, value })),
+        fc.integer({ min: 0, max: 160 }).map((size): Op => ({ kind: 'resize', size })),
+      ),
+      { minLength: 1, maxLength: 2 },
+    );
+    const pool = fc.tuple(fc.array(reads, { minLength: 1, maxLength: 3 }), fc.array(changes, { minLength: 1, maxLength: 3 })).map(([r, c]) => [...r, ...c]);
+    fc.assert(
+      fc.property(pool, fc.array(fc.nat(), { minLength: 1, maxLength: 30 }), (pool, picks) => {
+        const decoder = new HpackDecoder();
+        const model = new Model();
+        for (const pick of picks) {
+          const { block, fields, never } = encode(pool[pick % pool.length]!, model);
+          assert.deepEqual([...decoder.decode(block)], fields);
+          assert.deepEqual(decoder.neverIndexed, never);
+          assert.equal(decoder.listSize, fields.reduce((n, f, i) => n + f.length + (i % 2 === 0 ? 32 : 0), 0));
+          assert.deepEqual(decoder.entries(), model.entries);
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 

@@ -148,6 +148,38 @@ describe('HPACK decoder: values sent again without indexing', () => {
   });
 });
 
+describe('HPACK decoder: blocks sent again', () => {
+  // 0x82 :method GET, 0xbe the newest dynamic entry (index 62).
+  const readsNewest = Buffer.from([0x82, 0xbe]);
+  const insert = (value: string): Buffer => Buffer.from([0x40, 5, ...Buffer.from('x-tag'), value.length, ...Buffer.from(value)]);
+
+  it('reads the same octets against the table as it stands: after an insertion, the new entry; after a size update to 0, none', () => {
+    const d = new HpackDecoder();
+    d.decode(insert('one'));
+    assert.deepEqual(d.decode(readsNewest), [':method', 'GET', 'x-tag', 'one']);
+    assert.deepEqual(d.decode(readsNewest), [':method', 'GET', 'x-tag', 'one']);
+    d.decode(insert('two'));
+    assert.deepEqual(d.decode(readsNewest), [':method', 'GET', 'x-tag', 'two']);
+    d.decode(Buffer.from([0x20]));
+    assert.throws(() => d.decode(readsNewest), /index 62 beyond the dynamic table/);
+  });
+
+  it('gives a repeat its own list size and cut: an answer\'s headers and trailers taking turns, one past the cap', () => {
+    const d = new HpackDecoder(4096, 100);
+    d.decode(insert('v'.repeat(60)));
+    const headers = Buffer.from([0x88, 0xbe]); // :status 200 (42 octets), x-tag (97): past 100
+    const trailers = Buffer.from([0x88]);
+    for (let round = 0; round < 3; round++) {
+      assert.deepEqual(d.decode(headers), [':status', '200']);
+      assert.equal(d.overflowed, true);
+      assert.equal(d.listSize, 42 + 97);
+      assert.deepEqual(d.decode(trailers), [':status', '200']);
+      assert.equal(d.overflowed, false);
+      assert.equal(d.listSize, 42);
+    }
+  });
+});
+
 /** The name of static table entry `index` (RFC 7541 Appendix A), read back through the decoder. */
 function staticName(index: number): string {
   return new HpackDecoder().decode(Buffer.from([0x80 | index]))[0]!;
