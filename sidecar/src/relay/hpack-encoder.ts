@@ -125,6 +125,11 @@ export class HpackEncoder {
   private readonly memoValues: string[] = new Array<string>(MEMO_FIELDS).fill('');
   private readonly memoAt: number[] = new Array<number>(MEMO_FIELDS).fill(NaN);
   private readonly memoOctets: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(MEMO_FIELDS).fill(undefined);
+  /** Bumped by whatever changes the table (an insertion and its evictions, a new maximum). */
+  private version = 0;
+  /** The last blocks that left the table as it was, to write a repeat by (EncodedBlock); made at the first. */
+  private blocks: EncodedBlock[] | undefined;
+  private blockNext = 0;
   /** The smallest maximum set since the last block, and whether the next block starts with size updates (§4.2). */
   private smallestSince = Infinity;
   private updatePending = false;
@@ -168,6 +173,7 @@ export class HpackEncoder {
   setMaxTableSize(size: number): void {
     const next = Math.min(size, this.limit);
     if (next === this.max && !this.updatePending) return;
+    this.version++;
     this.updatePending = true;
     this.memoAt.fill(NaN);
     if (next < this.smallestSince) this.smallestSince = next;
@@ -190,6 +196,47 @@ export class HpackEncoder {
    * encodedBound(list) octets are free; returns where the block ends.
    */
   encodeInto(list: readonly string[], out: Buffer, at: number, neverIndexed: readonly number[] = NONE): number {
+    const blocks = this.blocks;
+    // A pending size update bumped `version`: no kept block matches until a block has led with it.
+    if (blocks !== undefined && neverIndexed.length === 0) {
+      for (let k = 0; k < blocks.length; k++) {
+        const b = blocks[k]!;
+        if (b.version === this.version && sameList(b.list, list)) {
+          out.set(b.octets, at);
+          return at + b.octets.length;
+        }
+      }
+    }
+    const start = at;
+    const version = this.version;
+    const plain = neverIndexed.length === 0 && !this.updatePending;
+    at = this.encodeFields(list, out, at, neverIndexed);
+    // Nothing entered the table and no update led: the same list writes the same octets while the table stays.
+    if (plain && this.version === version && at - start <= BLOCK_MEMO_MAX) this.rememberBlock(list, out, start, at);
+    return at;
+  }
+
+  /**
+   * Keeps `list` and its octets in the next slot: the request a client sends on
+   * every call, and an endpoint's answer headers and trailers (taking turns),
+   * are then written by copying, not field by field.
+   */
+  private rememberBlock(list: readonly string[], out: Buffer, start: number, end: number): void {
+    const blocks = (this.blocks ??= []);
+    let b = blocks[this.blockNext];
+    if (b === undefined) {
+      b = { octets: new Uint8Array(end - start), list: [], version: 0 };
+      blocks.push(b);
+    } else if (b.octets.length !== end - start) b.octets = new Uint8Array(end - start);
+    this.blockNext = (this.blockNext + 1) % BLOCK_SLOTS;
+    for (let i = start; i < end; i++) b.octets[i - start] = out[i]!;
+    b.version = this.version;
+    const kept = b.list;
+    while (kept.length > 0) kept.pop();
+    for (let i = 0; i < list.length; i++) kept.push(list[i]!);
+  }
+
+  private encodeFields(list: readonly string[], out: Buffer, at: number, neverIndexed: readonly number[]): number {
     if (this.updatePending) {
       if (this.smallestSince < this.max) at = putInt(out, at, this.smallestSince, 5, 0x20);
       at = putInt(out, at, this.max, 5, 0x20);
@@ -286,6 +333,7 @@ export class HpackEncoder {
   }
 
   private insert(name: string, value: string): void {
+    this.version++;
     const cost = name.length + value.length + ENTRY_OVERHEAD;
     // §4.4: an entry larger than the table empties it and is not added.
     if (cost > this.max) return this.evict(0);
@@ -336,6 +384,29 @@ export class HpackEncoder {
 }
 
 const NONE: readonly number[] = [];
+
+/**
+ * A header block written while the table's `version` was this, which changed
+ * nothing in it (every field found whole, or a literal without indexing) and
+ * led with no size update: the same list writes the same octets again.
+ */
+interface EncodedBlock {
+  octets: Uint8Array;
+  list: string[];
+  version: number;
+}
+
+/** Blocks kept to write a repeat by: two, so that an answer's headers and its trailers, taking turns, both repeat. */
+const BLOCK_SLOTS = 2;
+/** The longest block kept (a gRPC call's request, once the table holds its fields, is 10–30 octets). */
+const BLOCK_MEMO_MAX = 128;
+
+/** Whether two lists hold the same strings in the same order (the decoder hands out the same string for a repeat: mostly one comparison of references each). */
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /**
  * The most octets a block of `list` takes: each field its raw octets plus
