@@ -35,7 +35,6 @@ export class HpackDecoder {
   private count = 0;
   private size = 0;
   private maxSize: number;
-  private readonly out: HeaderList = [];
   private listOctets = 0;
   /**
    * The fields of the last block sent as never indexed (§6.2.3), by position
@@ -58,9 +57,15 @@ export class HpackDecoder {
   private cachedTotal = 0;
   /** Bumped by whatever changes the dynamic table (an insertion, with its evictions; a size update). */
   private version = 0;
-  /** The last blocks that left the table as it was, to know a repeat by (BlockMemo); made at the first. */
-  private memos: BlockMemo[] | undefined;
-  private memoNext = 0;
+  /**
+   * The lists of the last two blocks, which decodes take turns to fill (the one
+   * used less lately), each with its block's octets when it left the table as it
+   * was (BlockMemo): a repeat is known by them. Made at the first decode.
+   */
+  private slots: BlockMemo[] | undefined;
+  private recent = 1;
+  /** Blocks in a row that were no repeat (MISSES_KEPT). */
+  private misses = 0;
 
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
@@ -113,49 +118,37 @@ export class HpackDecoder {
   /** Decodes one complete header block; throws HpackError on malformed input. */
   decode(block: Uint8Array): HeaderList {
     const n = block.length;
-    const memos = this.memos;
-    if (memos !== undefined && n <= MEMO_BLOCK_MAX) {
-      for (let k = 0; k < memos.length; k++) {
-        const m = memos[k]!;
-        if (m.octets.length === n && m.version === this.version && sameOctets(m.octets, n, block, 0)) {
-          this.listOctets = m.listOctets;
-          const never = this.neverIndexed;
-          while (never.length > 0) never.pop();
-          return m.list;
-        }
+    const slots = (this.slots ??= [emptySlot(), emptySlot()]);
+    for (let k = 0; k < MEMO_SLOTS; k++) {
+      const m = slots[k]!;
+      if (m.version === this.version && m.octets.length === n && sameOctets(m.octets, n, block, 0)) {
+        this.recent = k;
+        this.misses = 0;
+        this.listOctets = m.listOctets;
+        const never = this.neverIndexed;
+        while (never.length > 0) never.pop();
+        return m.list;
       }
     }
+    // Decoded into the slot used least lately: its list is what this block returns, kept or not.
+    const k = 1 - this.recent;
+    const m = slots[k]!;
+    this.recent = k;
     const version = this.version;
-    const out = this.decodeFields(block);
+    m.version = -1;
+    this.decodeFields(block, m.list);
     // Neither the table nor a never-indexed field: the same octets decode to the same list while the table stays.
-    if (this.version === version && this.neverIndexed.length === 0 && n > 0 && n <= MEMO_BLOCK_MAX) this.remember(block, out);
-    return out;
+    const keep = ++this.misses <= MISSES_KEPT || this.misses % KEPT_PAST_THEM === 0;
+    if (keep && this.version === version && this.neverIndexed.length === 0 && n > 0 && n <= MEMO_BLOCK_MAX) {
+      if (m.octets.length !== n) m.octets = new Uint8Array(n);
+      for (let i = 0; i < n; i++) m.octets[i] = block[i]!;
+      m.version = version;
+      m.listOctets = this.listOctets;
+    }
+    return m.list;
   }
 
-  /**
-   * Keeps `block` and its list in the next slot. A block a peer sends on every
-   * message (a gRPC method's request headers, an endpoint's answer headers and
-   * its trailers, which take turns) is then compared octet by octet, not read
-   * field by field.
-   */
-  private remember(block: Uint8Array, list: HeaderList): void {
-    const memos = (this.memos ??= []);
-    let m = memos[this.memoNext];
-    if (m === undefined) {
-      m = { octets: new Uint8Array(block.length), version: 0, list: [], listOctets: 0 };
-      memos.push(m);
-    } else if (m.octets.length !== block.length) m.octets = new Uint8Array(block.length);
-    this.memoNext = (this.memoNext + 1) % MEMO_SLOTS;
-    m.octets.set(block);
-    m.version = this.version;
-    m.listOctets = this.listOctets;
-    const kept = m.list;
-    while (kept.length > 0) kept.pop();
-    for (let i = 0; i < list.length; i++) kept.push(list[i]!);
-  }
-
-  private decodeFields(block: Uint8Array): HeaderList {
-    const out = this.out;
+  private decodeFields(block: Uint8Array, out: HeaderList): void {
     // Emptied by pops: setting `length` is a call into V8's runtime, a pop is not.
     while (out.length > 0) out.pop();
     this.listOctets = 0;
@@ -197,7 +190,6 @@ export class HpackDecoder {
         headerSeen = true;
       }
     }
-    return out;
   }
 
   private pushIndexed(out: HeaderList, index: number): void {
@@ -312,10 +304,17 @@ const CACHED_VALUE_MAX = 128;
 /** The most octets a decoder keeps for that in all (a few such fields; the dynamic table holds 4,096). */
 const CACHED_OCTETS_MAX = 512;
 
-/** Blocks kept to compare with: two, so that a response's headers and its trailers, taking turns on a connection, both repeat. */
+/** Blocks kept to compare with: two (decodes take turns between them), so that a response's headers and its trailers, taking turns on a connection, both repeat. */
 const MEMO_SLOTS = 2;
 /** The longest block kept (a gRPC call's request headers once the table holds them are 20–60 octets). */
 const MEMO_BLOCK_MAX = 128;
+/**
+ * Past MISSES_KEPT blocks in a row that were no repeat, one in KEPT_PAST_THEM is
+ * kept: a connection whose blocks never repeat (REST paths carrying ids) does not
+ * pay to keep each, and one whose blocks start repeating is caught within as many.
+ */
+export const MISSES_KEPT = 4;
+export const KEPT_PAST_THEM = 16;
 
 /**
  * A header block that left the dynamic table as it found it (no insertion, no
@@ -329,6 +328,10 @@ interface BlockMemo {
   list: HeaderList;
   listOctets: number;
 }
+
+const NO_OCTETS = new Uint8Array(0);
+/** A slot that holds no block yet: no table's version is -1. */
+const emptySlot = (): BlockMemo => ({ octets: NO_OCTETS, version: -1, list: [], listOctets: 0 });
 
 /** Whether `block` from `at` holds the first `length` of `octets`. */
 function sameOctets(octets: Uint8Array, length: number, block: Uint8Array, at: number): boolean {

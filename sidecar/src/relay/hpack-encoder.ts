@@ -33,6 +33,7 @@
 // that name, else written out (§6.2). Strings are Huffman coded (§5.2) unless
 // that is longer, raw otherwise. Names and values are latin1 (one char per octet),
 // as HpackDecoder gives them.
+import { KEPT_PAST_THEM, MISSES_KEPT } from './hpack-decoder.ts';
 import { huffmanEncode, huffmanLength } from './hpack-huffman.ts';
 import { putInt, putString } from './hpack-literal-encoder.ts';
 import { STATIC_FIELD_INDEX, STATIC_LENGTH, STATIC_NAME_INDEX } from './hpack-static-table.ts';
@@ -129,7 +130,10 @@ export class HpackEncoder {
   private version = 0;
   /** The last blocks that left the table as it was, to write a repeat by (EncodedBlock); made at the first. */
   private blocks: EncodedBlock[] | undefined;
-  private blockNext = 0;
+  /** The slot last hit or written: the other is written next. */
+  private recentBlock = 0;
+  /** Lists in a row that were no repeat: past a few, few are kept (MISSES_KEPT, as the decoder). */
+  private misses = 0;
   /** The smallest maximum set since the last block, and whether the next block starts with size updates (§4.2). */
   private smallestSince = Infinity;
   private updatePending = false;
@@ -202,8 +206,11 @@ export class HpackEncoder {
       for (let k = 0; k < blocks.length; k++) {
         const b = blocks[k]!;
         if (b.version === this.version && sameList(b.list, list)) {
-          out.set(b.octets, at);
-          return at + b.octets.length;
+          this.recentBlock = k;
+          this.misses = 0;
+          const octets = b.octets;
+          for (let i = 0; i < octets.length; i++) out[at + i] = octets[i]!;
+          return at + octets.length;
         }
       }
     }
@@ -212,23 +219,26 @@ export class HpackEncoder {
     const plain = neverIndexed.length === 0 && !this.updatePending;
     at = this.encodeFields(list, out, at, neverIndexed);
     // Nothing entered the table and no update led: the same list writes the same octets while the table stays.
-    if (plain && this.version === version && at - start <= BLOCK_MEMO_MAX) this.rememberBlock(list, out, start, at);
+    const keep = ++this.misses <= MISSES_KEPT || this.misses % KEPT_PAST_THEM === 0;
+    if (keep && plain && this.version === version && at - start <= BLOCK_MEMO_MAX) this.rememberBlock(list, out, start, at);
     return at;
   }
 
   /**
-   * Keeps `list` and its octets in the next slot: the request a client sends on
-   * every call, and an endpoint's answer headers and trailers (taking turns),
-   * are then written by copying, not field by field.
+   * Keeps `list` and its octets in the slot used less lately (of two): the
+   * request a client sends on every call, and an endpoint's answer headers and
+   * trailers (taking turns), are then written by copying, not field by field,
+   * and a block that comes once does not push out one that repeats.
    */
   private rememberBlock(list: readonly string[], out: Buffer, start: number, end: number): void {
     const blocks = (this.blocks ??= []);
-    let b = blocks[this.blockNext];
+    const k = blocks.length < BLOCK_SLOTS ? blocks.length : 1 - this.recentBlock;
+    let b = blocks[k];
     if (b === undefined) {
       b = { octets: new Uint8Array(end - start), list: [], version: 0 };
       blocks.push(b);
     } else if (b.octets.length !== end - start) b.octets = new Uint8Array(end - start);
-    this.blockNext = (this.blockNext + 1) % BLOCK_SLOTS;
+    this.recentBlock = k;
     for (let i = start; i < end; i++) b.octets[i - start] = out[i]!;
     b.version = this.version;
     const kept = b.list;
@@ -396,7 +406,7 @@ interface EncodedBlock {
   version: number;
 }
 
-/** Blocks kept to write a repeat by: two, so that an answer's headers and its trailers, taking turns, both repeat. */
+/** Blocks kept to write a repeat by: two (the one used less lately is replaced), so that an answer's headers and its trailers, taking turns, both repeat. */
 const BLOCK_SLOTS = 2;
 /** The longest block kept (a gRPC call's request, once the table holds its fields, is 10–30 octets). */
 const BLOCK_MEMO_MAX = 128;
