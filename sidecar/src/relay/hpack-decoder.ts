@@ -304,7 +304,7 @@ const CACHED_VALUE_MAX = 128;
 /** The most octets a decoder keeps for that in all (a few such fields; the dynamic table holds 4,096). */
 const CACHED_OCTETS_MAX = 512;
 
-/** Blocks kept to compare with: two (decodes take turns between them), so that a response's headers and its trailers, taking turns on a connection, both repeat. */
+/** Blocks kept to compare with: two (decodes take turns between them, `1 - recent`), so that a response's headers and its trailers, taking turns on a connection, both repeat. */
 const MEMO_SLOTS = 2;
 /** The longest block kept (a gRPC call's request headers once the table holds them are 20–60 octets). */
 const MEMO_BLOCK_MAX = 128;

@@ -406,7 +406,7 @@ interface EncodedBlock {
   version: number;
 }
 
-/** Blocks kept to write a repeat by: two (the one used less lately is replaced), so that an answer's headers and its trailers, taking turns, both repeat. */
+/** Blocks kept to write a repeat by: two (the one used less lately is replaced, `1 - recentBlock`), so that an answer's headers and its trailers, taking turns, both repeat. */
 const BLOCK_SLOTS = 2;
 /** The longest block kept (a gRPC call's request, once the table holds its fields, is 10–30 octets). */
 const BLOCK_MEMO_MAX = 128;
