@@ -121,7 +121,7 @@ export class HpackDecoder {
     const slots = (this.slots ??= [emptySlot(), emptySlot()]);
     for (let k = 0; k < MEMO_SLOTS; k++) {
       const m = slots[k]!;
-      if (m.version === this.version && m.octets.length === n && sameOctets(m.octets, n, block, 0)) {
+      if (m.version === this.version && m.octets.length === n && sameOctets(m.octets, block, 0)) {
         this.recent = k;
         this.misses = 0;
         this.listOctets = m.listOctets;
@@ -241,7 +241,7 @@ export class HpackDecoder {
     const name = STATIC_TABLE[index]![0];
     const octets = (this.cachedOctets ??= new Array<Uint8Array | undefined>(STATIC_LENGTH + 1))[index];
     // The octets from the string's first (its Huffman flag and length) to its last.
-    if (octets !== undefined && octets.length === end - at && sameOctets(octets, octets.length, block, at)) {
+    if (octets !== undefined && octets.length === end - at && sameOctets(octets, block, at)) {
       this.emit(out, name, this.cachedValues![index]!);
       return end;
     }
@@ -333,9 +333,9 @@ const NO_OCTETS = new Uint8Array(0);
 /** A slot that holds no block yet: no table's version is -1. */
 const emptySlot = (): BlockMemo => ({ octets: NO_OCTETS, version: -1, list: [], listOctets: 0 });
 
-/** Whether `block` from `at` holds the first `length` of `octets`. */
-function sameOctets(octets: Uint8Array, length: number, block: Uint8Array, at: number): boolean {
-  for (let k = 0; k < length; k++) if (octets[k] !== block[at + k]) return false;
+/** Whether `block` from `at` holds `octets`. */
+function sameOctets(octets: Uint8Array, block: Uint8Array, at: number): boolean {
+  for (let k = 0; k < octets.length; k++) if (octets[k] !== block[at + k]) return false;
   return true;
 }
 
