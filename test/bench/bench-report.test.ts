@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { balancedCpuTable, balancedSkewTable, callsPerEndpoint, increasePercent, loadTable, lossPercent, median, pairedTable, ratio, rssTable, skew, summarize, summarizeBalanced, summarizePaired, type BalancedSample, type PairedWindow, type Phase, type Sample } from './bench-report.ts';
+import { addedOverDirect, balancedCpuTable, balancedSkewTable, callsPerEndpoint, increasePercent, loadTable, lossPercent, median, pairedTable, ratio, rssTable, skew, summarize, summarizeBalanced, summarizePaired, type BalancedSample, type PairedWindow, type Phase, type Sample } from './bench-report.ts';
 import { parseH2load, percentile } from './h2load.ts';
 import { parseStraceSummary } from './syscalls.ts';
 
@@ -150,7 +150,7 @@ test('parseStraceSummary reads the total and the most frequent calls of strace -
 });
 
 test('paired windows read each proxy against nginx round by round: median, lowest, highest, rounds at or under 1x', () => {
-  const win = (target: string, round: number, cpuUsPerCall: number, node = ''): PairedWindow => ({ target, node, round, cpuUsPerCall, failed: 0 });
+  const win = (target: string, round: number, value: number, node = ''): PairedWindow => ({ target, node, round, value, failed: 0 });
   // nginx drifts from round to round; the relay follows it, so its own median says less than the ratios do.
   const windows = [win('nginx', 1, 100), win('relay', 1, 90, '20'), win('nginx', 2, 150), win('relay', 2, 165, '20'), win('nginx', 3, 120), win('relay', 3, 120, '20'), win('HAProxy', 1, 80), win('HAProxy', 3, 60)];
   const rows = summarizePaired(windows);
@@ -160,7 +160,7 @@ test('paired windows read each proxy against nginx round by round: median, lowes
   assert.equal(relay.lowest, 0.9);
   assert.equal(relay.highest, 1.1);
   assert.equal(relay.atOrUnder, 2);
-  assert.equal(relay.cpuUs, 120);
+  assert.equal(relay.value, 120);
   const ha = rows.find((r) => r.target === 'HAProxy')!;
   assert.deepEqual(ha.ratios, [0.8, 0.5], 'a proxy missing a round is read on the rounds it has');
   const nginxRow = rows.find((r) => r.target === 'nginx')!;
@@ -169,4 +169,25 @@ test('paired windows read each proxy against nginx round by round: median, lowes
   const table = pairedTable('t', 3, rows);
   assert.match(table, /\| relay \(Node 20\) \| 120\.0 \| 1\.00× \| 0\.90× – 1\.10× \| 2 of 3 \| 0 \|/);
   assert.match(table, /\| nginx \| 120\.0 \| 1\.00× \| – \| – \| 0 \|/);
+});
+
+test('paired c=1 windows read the latency each proxy adds over the direct path of the same round', () => {
+  const win = (target: string, round: number, value: number, node = ''): PairedWindow => ({ target, node, round, value, failed: 0 });
+  // Round 2 ran slow for everyone, the direct path too: read over its own direct window, the relay stays at nginx's added latency.
+  const windows = [win('direct', 1, 150), win('nginx', 1, 250), win('relay', 1, 230, '20'), win('direct', 2, 300), win('nginx', 2, 420), win('relay', 2, 420, '20'), win('nginx', 3, 260), win('relay', 3, 900, '20')];
+  const added = addedOverDirect(windows, 'direct');
+  assert.deepEqual(
+    added.map((w) => [w.target, w.round, w.value]),
+    [
+      ['nginx', 1, 100],
+      ['relay', 1, 80],
+      ['nginx', 2, 120],
+      ['relay', 2, 120],
+    ],
+    'the direct windows are dropped, and so is a round without one',
+  );
+  const relay = summarizePaired(added).find((r) => r.target === 'relay')!;
+  assert.deepEqual(relay.ratios, [0.8, 1]);
+  assert.equal(relay.atOrUnder, 2);
+  assert.match(pairedTable('t', 3, summarizePaired(added), 'added p50 µs'), /\| \| added p50 µs \(median\) \|/);
 });

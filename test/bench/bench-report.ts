@@ -280,15 +280,16 @@ export interface PairedWindow {
   target: string;
   node: string;
   round: number;
-  cpuUsPerCall: number;
+  /** The window's figure: CPU µs a call at the fixed rate, or the p50 (then the added p50) at c=1. */
+  value: number;
   failed: number;
 }
 
 export interface PairedSummary {
   target: string;
   node: string;
-  /** Median over rounds of the peer's CPU per call. */
-  cpuUs: number;
+  /** Median over rounds of the peer's figure. */
+  value: number;
   /** Each round's figure over nginx's figure of the same round. */
   ratios: number[];
   /** Median, lowest and highest of `ratios` (NaN for nginx itself, or without nginx). */
@@ -300,17 +301,17 @@ export interface PairedSummary {
   failed: number;
 }
 
-/** Per peer, its median CPU per call and its ratios to nginx round by round (each round's windows taken close together). */
+/** Per peer, its median figure and its ratios to nginx round by round (each round's windows taken close together). */
 export function summarizePaired(windows: readonly PairedWindow[]): PairedSummary[] {
   const keys = [...new Map(windows.map((w) => [`${w.target}\0${w.node}`, w])).values()];
-  const nginxOf = new Map(windows.filter((w) => w.target === NGINX).map((w) => [w.round, w.cpuUsPerCall]));
+  const nginxOf = new Map(windows.filter((w) => w.target === NGINX).map((w) => [w.round, w.value]));
   return keys.map((k) => {
     const ws = windows.filter((w) => w.target === k.target && w.node === k.node);
-    const ratios = k.target === NGINX ? [] : ws.map((w) => ratio(w.cpuUsPerCall, nginxOf.get(w.round) ?? NaN)).filter(Number.isFinite);
+    const ratios = k.target === NGINX ? [] : ws.map((w) => ratio(w.value, nginxOf.get(w.round) ?? NaN)).filter(Number.isFinite);
     return {
       target: k.target,
       node: k.node,
-      cpuUs: median(ws.map((w) => w.cpuUsPerCall)),
+      value: median(ws.map((w) => w.value)),
       ratios,
       ratio: median(ratios),
       lowest: ratios.length ? Math.min(...ratios) : NaN,
@@ -321,17 +322,28 @@ export function summarizePaired(windows: readonly PairedWindow[]): PairedSummary
   });
 }
 
-/** The paired benchmark's table: CPU per call, and the ratio to nginx read round by round. */
-export function pairedTable(title: string, rounds: number, rows: readonly PairedSummary[]): string {
+/**
+ * c=1 windows as the latency each proxy adds: each proxy's p50 less the p50 of
+ * the direct path (`direct`, the client straight to an endpoint) in the same
+ * round, so that a round the whole machine ran slow moves both. A round without
+ * a direct window is dropped; the direct windows themselves are not returned.
+ */
+export function addedOverDirect(windows: readonly PairedWindow[], direct: string): PairedWindow[] {
+  const directOf = new Map(windows.filter((w) => w.target === direct).map((w) => [w.round, w.value]));
+  return windows.filter((w) => w.target !== direct && directOf.has(w.round)).map((w) => ({ ...w, value: w.value - directOf.get(w.round)! }));
+}
+
+/** The paired benchmark's table: each peer's figure (`figure` names it), and the ratio to nginx read round by round. */
+export function pairedTable(title: string, rounds: number, rows: readonly PairedSummary[], figure = 'CPU µs/call'): string {
   return [
     `#### ${title}`,
     '',
-    '| | CPU µs/call (median) | ×nginx, median of the rounds | lowest – highest | rounds at or under 1× | failed |',
+    `| | ${figure} (median) | ×nginx, median of the rounds | lowest – highest | rounds at or under 1× | failed |`,
     '|---|---|---|---|---|---|',
     ...rows.map((s) =>
       s.target === NGINX
-        ? `| ${rowName(s.target, s.node)} | ${f1(s.cpuUs)} | 1.00× | – | – | ${s.failed} |`
-        : `| ${rowName(s.target, s.node)} | ${f1(s.cpuUs)} | ${times(s.ratio)} | ${times(s.lowest)} – ${times(s.highest)} | ${s.atOrUnder} of ${s.ratios.length || rounds} | ${s.failed} |`,
+        ? `| ${rowName(s.target, s.node)} | ${f1(s.value)} | 1.00× | – | – | ${s.failed} |`
+        : `| ${rowName(s.target, s.node)} | ${f1(s.value)} | ${times(s.ratio)} | ${times(s.lowest)} – ${times(s.highest)} | ${s.atOrUnder} of ${s.ratios.length || rounds} | ${s.failed} |`,
     ),
   ].join('\n');
 }
