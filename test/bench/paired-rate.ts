@@ -109,7 +109,8 @@ try {
   for (const { peer, target } of running) {
     await checkpoint();
     process.stderr.write(`warm-up: ${rowName(peer.name, peer.node ?? '')}\n`);
-    if (target.pid !== undefined) h2load(target.url + w.path, w.spread, w.request, RATE * WARM_SECONDS, '1');
+    // The direct path has no proxy to warm at the fixed rate; at c=1 it is warmed as the proxies are.
+    if (peer !== direct) h2load(target.url + w.path, w.spread, w.request, RATE * WARM_SECONDS, '1');
     if (C1) h2load(target.url + w.path, SERIAL, w.request, SERIAL_WARM_CALLS, '1');
   }
   for (let round = 1; round <= ROUNDS; round++) {
