@@ -47,6 +47,15 @@ export interface CallDeps {
   nextCallId(): number;
 }
 
+/**
+ * What a data plane that forwards a request before it records it knows of the
+ * call already: when the request arrived, and the pick it was sent by.
+ */
+export interface CallStart {
+  readonly startTime: number;
+  readonly pick: UpstreamPick | undefined;
+}
+
 export class Call {
   readonly record: CallRecord;
   readonly tap: CallTap;
@@ -67,6 +76,8 @@ export class Call {
     httpMethod: string,
     path: string,
     headers: HeaderBag,
+    /** Given when the request went on before the call was made (relay-balanced/balanced-call.ts); else the call starts now and picks. */
+    start?: CallStart,
   ) {
     const record = newCallRecord(ctx.nextCallId(), {
       direction: ctx.config.mode,
@@ -77,7 +88,7 @@ export class Call {
       httpMethod,
       path,
       connectionId: conn.id,
-      startTime: now(),
+      startTime: start ? start.startTime : now(),
     });
     record.deadline = readDeadline(detected.protocol, headers);
     record.trpc = detected.trpc;
@@ -85,7 +96,7 @@ export class Call {
     record.route = ctx.router.resolveCall(record);
     this.record = record;
     this.tap = new CallTap(record, detected.base64, now);
-    this.pick = ctx.upstreams.pick(conn.id, isGrpcFamily(detected.protocol));
+    this.pick = start ? start.pick : ctx.upstreams.pick(conn.id, isGrpcFamily(detected.protocol));
     this.target = this.pick?.target;
     // Whatever may throw comes before the call is registered: a call that failed to
     // start must not stay in flight, holding a drain open.
@@ -96,9 +107,9 @@ export class Call {
     ctx.observer.callStarted(record);
   }
 
-  /** The request went on to the upstream endpoint (`host:port`). */
-  sent(endpoint: string): void {
-    this.record.upstreamStartTime = now();
+  /** The request went on to the upstream endpoint (`host:port`), at `at` (now by default). */
+  sent(endpoint: string, at = now()): void {
+    this.record.upstreamStartTime = at;
     this.record.upstream = endpoint;
   }
 

@@ -18,9 +18,10 @@
 // | client reset, or its connection closed           | -                                                | reset by the client     |
 // | deadline passed (--enforce-deadlines)            | DEADLINE_EXCEEDED, or RST_STREAM CANCEL once answering | proxy, CANCEL     |
 import type { ConnectionRecord } from '../call/observer.ts';
-import { Call } from '../call/call.ts';
+import { Call, type CallStart } from '../call/call.ts';
+import { noopTracing } from '../call/call-tracing.ts';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
-import { detectRequest } from '../protocol/detect.ts';
+import { detectRequest, isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import { headerText } from '../protocol/header-text.ts';
 import { localReply, upstreamLostEnding, UPSTREAM_LOST, type LocalCode } from '../protocol/local-reply.ts';
 import { Http2Error } from '../protocol/reset-codes.ts';
@@ -29,6 +30,7 @@ import { now } from '../clock.ts';
 import type { HeaderList } from '../relay/hpack-decoder.ts';
 import { requestFields, responseFields } from '../relay/relay-stream.ts';
 import type { ProxyContext } from '../upstream/context.ts';
+import type { UpstreamUrl } from '../config/parse-value.ts';
 import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries.ts';
 import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
 import type { H2Hop, HopStream, StreamSink } from './h2-hop.ts';
@@ -71,7 +73,8 @@ class ClientSide implements StreamSink {
  * methods, headers to refused).
  */
 export class BalancedCall implements EndpointStreamSink, Written {
-  readonly call: Call;
+  /** The call, once made (begin): read through `call`, which makes it when something needs it sooner. */
+  private started: Call | undefined;
   private readonly down: HopStream;
   private ep: EndpointHop | undefined;
   private up: HopStream | undefined;
@@ -89,10 +92,14 @@ export class BalancedCall implements EndpointStreamSink, Written {
   /** Octets of a request body sent again: credited to the client once already. */
   private resent = 0;
   private ended = false;
+  /** Whether the call's end is recorded. */
+  private recorded = false;
   private readonly contentType: string | undefined;
   private readonly base64: boolean;
   /** How the call ended, for its record once written. */
   private endReset: CallReset | undefined;
+  /** What the call is made from (begin), until it is made. */
+  private pending: PendingStart | undefined;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -106,6 +113,7 @@ export class BalancedCall implements EndpointStreamSink, Written {
     private readonly endpoints: EndpointHops,
     private readonly connection: CallHooks,
   ) {
+    const startTime = now();
     this.kept = headerBytes;
     const headers = requestFields(list);
     const method = headerText(headers[':method']) ?? 'GET';
@@ -113,38 +121,51 @@ export class BalancedCall implements EndpointStreamSink, Written {
     this.contentType = contentType;
     this.base64 = detected.base64;
     this.requestEnded = end;
-    this.call = new Call(ctx, conn, detected, '2', method, bare, headers);
+    const pick = ctx.upstreams.pick(conn.id, isGrpcFamily(detected.protocol));
+    this.pending = { conn, detected, method, bare, headers, start: { startTime, pick }, sentAt: undefined, tapped: undefined };
     this.down = client.accept(id, new ClientSide(this));
-    const target = this.call.target;
+    const target = pick?.target;
     if (!target) {
       this.call.record.upstreamUnreachable = true;
       this.reply(GrpcCode.UNAVAILABLE, 'no upstream endpoint known');
       this.finish();
       return;
     }
-    this.request = this.upstreamRequest(list, target.tls);
-    this.call.enforceDeadline(() => this.deadline());
-    this.attempt();
+    // Traced calls are made first: the endpoint gets the call's traceparent.
+    const traceparent = ctx.tracing === noopTracing ? undefined : this.call.traceparent;
+    this.request = upstreamRequest(list, target.tls, traceparent);
+    this.attempt(target);
+    // The rest waits until the request's octets are written (hop-output.ts): the
+    // call's record, route, tap and metrics are not on the request's way.
+    if (this.pending !== undefined) whenWritten(this);
   }
 
-  /** The client's request as the endpoint gets it: its own :scheme, and the call's traceparent when tracing. */
-  private upstreamRequest(list: HeaderList, tls: boolean): HeaderList {
-    const out: string[] = [];
-    const traceparent = this.call.traceparent;
-    for (let i = 0; i < list.length; i += 2) {
-      const name = list[i]!;
-      if (name === ':scheme') out.push(name, tls ? 'https' : 'http');
-      else if (traceparent === undefined || name !== 'traceparent') out.push(name, list[i + 1]!);
-    }
-    if (traceparent !== undefined) out.push('traceparent', traceparent);
-    return out;
+  /**
+   * The call: made now if it was not yet. Its record dates from the request's
+   * arrival and its upstream start from the request's sending, as if it were
+   * made at once; the request DATA read before is tapped now, in order.
+   */
+  get call(): Call {
+    return this.started ?? this.begin();
   }
 
-  private attempt(): void {
-    const target = this.call.target!;
+  private begin(): Call {
+    const p = this.pending!;
+    const call = (this.started = new Call(this.ctx, p.conn, p.detected, '2', p.method, p.bare, p.headers, p.start));
+    // Cleared once made: a call that failed to be made is tried again by whatever needs it, and fails as it did.
+    this.pending = undefined;
+    if (p.sentAt !== undefined) call.sent(p.start.pick!.target.authority, p.sentAt);
+    if (p.tapped !== undefined) for (const chunk of p.tapped) call.tap.requestData(chunk);
+    call.enforceDeadline(() => this.deadline());
+    return call;
+  }
+
+  private attempt(target: UpstreamUrl): void {
     const ep = (this.ep = this.endpoints.get(target));
     const up = (this.up = ep.open(this.request!, this.requestEnded && this.bodyBytes === 0, this));
-    if (this.retried) this.call.record.upstream = target.authority;
+    const pending = this.pending;
+    if (pending !== undefined) pending.sentAt = now();
+    else if (this.retried) this.call.record.upstream = target.authority;
     else this.call.sent(target.authority);
     if (this.body && this.bodyBytes > 0) {
       this.resent = this.bodyBytes;
@@ -162,7 +183,9 @@ export class BalancedCall implements EndpointStreamSink, Written {
   requestData(chunk: Buffer, end: boolean): void {
     if (end) this.requestEnded = true;
     if (chunk.length > 0) {
-      this.call.tap.requestData(chunk);
+      const pending = this.pending;
+      if (pending === undefined) this.call.tap.requestData(chunk);
+      else (pending.tapped ??= []).push(chunk);
       this.hold(chunk);
     }
     if (this.up && this.ep) this.ep.hop.data(this.up, chunk, end);
@@ -280,7 +303,7 @@ export class BalancedCall implements EndpointStreamSink, Written {
     if (!this.retried && this.body && this.response === 'pending') {
       this.retried = true;
       this.ctx.retries.retried(reason);
-      this.attempt();
+      this.attempt(this.call.target!);
       return true;
     }
     this.client.reset(this.down, Http2Error.REFUSED_STREAM);
@@ -399,13 +422,45 @@ export class BalancedCall implements EndpointStreamSink, Written {
     this.connection.ended(this.down.id);
   }
 
-  /** The call's end is recorded (Written). */
+  /**
+   * The read that sent the request, or ended the call, is written (Written): the
+   * call is made if it was not yet, and its end recorded once it ended.
+   */
   written(): void {
     try {
-      this.call.end(this.endReset);
+      const call = this.call;
+      if (!this.ended || this.recorded) return;
+      this.recorded = true;
+      call.end(this.endReset);
     } catch (err) {
       // Recorded outside the read that ended the call: a fault here stays the observer's.
       this.ctx.faults.internalError('observer', err);
     }
   }
+}
+
+/** What a call is made from, kept from its request's arrival until it is made (BalancedCall.begin). */
+interface PendingStart {
+  readonly conn: ConnectionRecord;
+  readonly detected: Detected;
+  readonly method: string;
+  readonly bare: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly start: CallStart;
+  /** When the request went to the endpoint. */
+  sentAt: number | undefined;
+  /** Request DATA read before the call was made, for its tap. */
+  tapped: Buffer[] | undefined;
+}
+
+/** The client's request as the endpoint gets it: its own :scheme, and the call's traceparent when tracing. */
+function upstreamRequest(list: HeaderList, tls: boolean, traceparent: string | undefined): HeaderList {
+  const out: string[] = [];
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    if (name === ':scheme') out.push(name, tls ? 'https' : 'http');
+    else if (traceparent === undefined || name !== 'traceparent') out.push(name, list[i + 1]!);
+  }
+  if (traceparent !== undefined) out.push('traceparent', traceparent);
+  return out;
 }

@@ -1,7 +1,7 @@
 // What one hop of the balanced relay has queued for its next write, and when it
 // is written (writeSoon: once per event loop iteration; afterRead: at once for
-// the first read of a quiet loop, and only then what the read ended is recorded,
-// whenWritten). Frames are
+// the first read of a quiet loop, and only then what the read started or ended
+// is recorded, whenWritten). Frames are
 // written in place into a staging buffer — frame headers, header blocks encoded
 // straight into it, small DATA payloads copied — so a call's frames cost no
 // Buffer each; large payloads are queued by reference instead of copied. A write
@@ -200,7 +200,7 @@ export function writeSoon(hop: Writer): void {
   scheduleFlush();
 }
 
-/** Something whose bookkeeping can wait until the read that ended it has been written (a call's end). */
+/** Something whose bookkeeping can wait until the read that started or ended it has been written (a call's record, its end). */
 export interface Written {
   written(): void;
 }
