@@ -34,7 +34,7 @@ import type { UpstreamUrl } from '../config/parse-value.ts';
 import { RETRY_BODY_LIMIT, type RetryReason } from '../upstream/upstream-retries.ts';
 import type { EndpointHop, EndpointHops, EndpointStreamSink } from './endpoint-hops.ts';
 import type { H2Hop, HopStream, StreamSink } from './h2-hop.ts';
-import { whenWritten, type Written } from './hop-output.ts';
+import { streamEnded, whenWritten, type Written } from './hop-output.ts';
 
 /** What a call tells the client connection it is on. */
 export interface CallHooks {
@@ -211,10 +211,14 @@ export class BalancedCall implements EndpointStreamSink, Written {
   }
 
   data(chunk: Buffer, end: boolean): void {
-    if (chunk.length > 0) this.call.tap.responseData(chunk);
-    if (end) this.responseComplete();
+    // Passed on first: the answer's last frame may be written at once (streamEnded), the call's bookkeeping after it.
     this.client.data(this.down, chunk, end);
-    if (end) this.maybeEnd();
+    if (end) streamEnded(this.client);
+    if (chunk.length > 0) this.call.tap.responseData(chunk);
+    if (end) {
+      this.responseComplete();
+      this.maybeEnd();
+    }
   }
 
   reset(code: number): void {
@@ -254,6 +258,9 @@ export class BalancedCall implements EndpointStreamSink, Written {
   }
 
   private responseHeaders(list: HeaderList, end: boolean): void {
+    // Passed on first, as DATA is (data); `list` holds until the next block is decoded.
+    this.client.headers(this.down, list, end);
+    if (end) streamEnded(this.client);
     const { record, tap } = this.call;
     const headers = responseFields(list);
     if (this.response !== 'pending') {
@@ -270,9 +277,10 @@ export class BalancedCall implements EndpointStreamSink, Written {
         tap.responseHeaders(status, headers);
       }
     }
-    if (end) this.responseComplete();
-    this.client.headers(this.down, list, end);
-    if (end) this.maybeEnd();
+    if (end) {
+      this.responseComplete();
+      this.maybeEnd();
+    }
   }
 
   private responseComplete(): void {

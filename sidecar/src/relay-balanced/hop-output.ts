@@ -165,6 +165,8 @@ let quiet = false;
 /** A hop's read is being parsed; what ended in it waits for afterRead (whenWritten). */
 let reading = false;
 let waiting: Written[] = [];
+/** Whether a stream's last frame was written ahead of its read's end (streamEnded): once a read. */
+let early = false;
 let settling: Written[] = [];
 
 /** The end of an event loop iteration (the check phase): what is queued is written. */
@@ -208,6 +210,20 @@ export interface Written {
 /** A hop's socket is being read: what ends in the read may wait for afterRead (whenWritten). */
 export function beforeRead(): void {
   reading = true;
+  early = false;
+}
+
+/**
+ * `hop` queued a stream's last frame (an answer's END_STREAM). In a quiet loop's
+ * first read it is written now, ahead of the read's end, so that what the read
+ * does after it (the call's end, its tap) is not on the answer's way; once a
+ * read, so that a read bringing many calls' ends still writes them together.
+ */
+export function streamEnded(hop: Writer): void {
+  if (reading && quiet && reads === 0 && !early) {
+    early = true;
+    hop.flush();
+  }
 }
 
 /**

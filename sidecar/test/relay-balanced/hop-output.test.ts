@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { FRAME_HEADER_LENGTH } from '../../src/h2/frame-types.ts';
 import { writeFrameHeader } from '../../src/h2/frames.ts';
-import { afterRead, beforeRead, HopOutput, whenWritten, writeSoon, type Writer } from '../../src/relay-balanced/hop-output.ts';
+import { afterRead, beforeRead, HopOutput, streamEnded, whenWritten, writeSoon, type Writer } from '../../src/relay-balanced/hop-output.ts';
 
 /**
  * A socket pair on loopback: what the writer sends, `received` resolves with once
@@ -179,6 +179,48 @@ describe('write schedule', () => {
     whenWritten({ written: () => void order.push('an end outside a read') });
     assert.deepEqual(order, ["a call's end, after 1 write", 'an end outside a read']);
     await nextIteration();
+  });
+
+  it("writes an answer's end at once in a quiet loop's first read, ahead of the read's end, once a read", async () => {
+    await iterationOf(1);
+    const client = hop();
+    const other = hop();
+    beforeRead();
+    writeSoon(client);
+    streamEnded(client);
+    assert.equal(client.flushes, 1, "the answer's last frame goes before the rest of the read is parsed");
+    writeSoon(other);
+    streamEnded(other);
+    assert.equal(other.flushes, 0, 'a second end in the same read waits, to be written with the read');
+    afterRead();
+    assert.equal(other.flushes, 1);
+    // The second read of the iteration writes after the poll phase, its ends too.
+    const late = hop();
+    beforeRead();
+    writeSoon(late);
+    streamEnded(late);
+    afterRead();
+    assert.equal(late.flushes, 0);
+    await nextIteration();
+    assert.equal(late.flushes, 1);
+  });
+
+  it('writes no end early in a busy loop, nor outside a read', async () => {
+    await iterationOf(2);
+    const h = hop();
+    beforeRead();
+    writeSoon(h);
+    streamEnded(h);
+    afterRead();
+    assert.equal(h.flushes, 0, 'a busy loop writes at the check phase');
+    await nextIteration();
+    assert.equal(h.flushes, 1);
+    await iterationOf(1);
+    writeSoon(h);
+    streamEnded(h);
+    assert.equal(h.flushes, 1, 'a timer\'s frames wait for the check phase');
+    await nextIteration();
+    assert.equal(h.flushes, 2);
   });
 
   it('goes back to writing at once once an iteration reads one socket again', async () => {
