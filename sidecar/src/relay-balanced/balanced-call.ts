@@ -19,7 +19,7 @@
 // | deadline passed (--enforce-deadlines)            | DEADLINE_EXCEEDED, or RST_STREAM CANCEL once answering | proxy, CANCEL     |
 import type { ConnectionRecord } from '../call/observer.ts';
 import { Call, type CallStart } from '../call/call.ts';
-import { noopTracing } from '../call/call-tracing.ts';
+import { noopTracing, type HeaderBag } from '../call/call-tracing.ts';
 import { CONNECTION_CLOSED, type CallReset } from '../protocol/vocabulary.ts';
 import { detectRequest, isGrpcFamily, type Detected } from '../protocol/detect.ts';
 import { headerText } from '../protocol/header-text.ts';
@@ -107,6 +107,8 @@ export class BalancedCall implements EndpointStreamSink, Written {
     private readonly client: H2Hop,
     id: number,
     list: HeaderList,
+    /** What the call reads of `list` (requestShape). */
+    shape: RequestShape,
     end: boolean,
     /** The request header list's size (RFC 7541 §4.1), counted by the connection before the call is made. */
     headerBytes: number,
@@ -115,9 +117,7 @@ export class BalancedCall implements EndpointStreamSink, Written {
   ) {
     const startTime = now();
     this.kept = headerBytes;
-    const headers = requestFields(list);
-    const method = headerText(headers[':method']) ?? 'GET';
-    const { detected, bare, contentType } = detectRequest(method, headerText(headers[':path']) ?? '/', headers, ctx.config.trpcPrefix);
+    const { headers, method, detected, bare, contentType } = shape;
     this.contentType = contentType;
     this.base64 = detected.base64;
     this.requestEnded = end;
@@ -447,13 +447,30 @@ export class BalancedCall implements EndpointStreamSink, Written {
   }
 }
 
+/** What a call reads of its request's header list: its fields, method, protocol and path. Read-only: a connection gives one to each call whose block repeats. */
+export interface RequestShape {
+  readonly headers: HeaderBag;
+  readonly method: string;
+  readonly detected: Detected;
+  /** The path without its query. */
+  readonly bare: string;
+  readonly contentType: string | undefined;
+}
+
+export function requestShape(list: HeaderList, trpcPrefix: string): RequestShape {
+  const headers = requestFields(list);
+  const method = headerText(headers[':method']) ?? 'GET';
+  const { detected, bare, contentType } = detectRequest(method, headerText(headers[':path']) ?? '/', headers, trpcPrefix);
+  return { headers, method, detected, bare, contentType };
+}
+
 /** What a call is made from, kept from its request's arrival until it is made (BalancedCall.begin). */
 interface PendingStart {
   readonly conn: ConnectionRecord;
   readonly detected: Detected;
   readonly method: string;
   readonly bare: string;
-  readonly headers: Record<string, string | string[] | undefined>;
+  readonly headers: HeaderBag;
   readonly start: CallStart;
   /** When the request went to the endpoint. */
   sentAt: number | undefined;

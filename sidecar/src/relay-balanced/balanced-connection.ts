@@ -15,7 +15,7 @@ import type { HeaderList } from '../relay/hpack-decoder.ts';
 import { MAX_RETAINED_BYTES, MAX_STREAMS } from '../relay/relay-calls.ts';
 import { StreamTable } from './stream-table.ts';
 import type { ProxyContext } from '../upstream/context.ts';
-import { BalancedCall, type CallHooks } from './balanced-call.ts';
+import { BalancedCall, requestShape, type CallHooks, type RequestShape } from './balanced-call.ts';
 import type { EndpointHops } from './endpoint-hops.ts';
 import { H2Hop, type StreamSink } from './h2-hop.ts';
 
@@ -45,6 +45,9 @@ export class BalancedConnection {
   };
   /** Request header lists and bodies the connection's calls keep while they may be sent again, against MAX_RETAINED_BYTES. */
   private retained = 0;
+  /** The shape of the last request block kept by the decoder, and its number (shapeOf). */
+  private lastRepeat = 0;
+  private lastShape: RequestShape | undefined;
   /** The second GOAWAY went: the connection closes once its calls are over. */
   private draining = false;
   private done = false;
@@ -63,7 +66,7 @@ export class BalancedConnection {
         const flood = this.budget.read(chunk);
         if (flood) this.cut(flood.reason, Http2Error.ENHANCE_YOUR_CALM, flood.message);
       },
-      opened: (id, list, end, overflowed, listSize) => this.opened(id, list, end, overflowed, listSize),
+      opened: (id, list, end, overflowed, listSize, repeat) => this.opened(id, list, end, overflowed, listSize, repeat),
       settled: () => {},
       goaway: (_last, code) => ctx.observer.goaway('client', code),
       closed: () => this.closed(),
@@ -76,7 +79,7 @@ export class BalancedConnection {
     socket.resume();
   }
 
-  private opened(id: number, list: HeaderList, end: boolean, overflowed: boolean, listSize: number): StreamSink | undefined {
+  private opened(id: number, list: HeaderList, end: boolean, overflowed: boolean, listSize: number, repeat: number): StreamSink | undefined {
     // Past the limit it acknowledged (RFC 9113 §5.1.2): a connection error, as nghttp2 makes it.
     if (this.budget.overStreamLimit(this.calls.size)) return void this.cut(STREAM_LIMIT.reason, Http2Error.PROTOCOL_ERROR, STREAM_LIMIT.message);
     if (overflowed) return void this.refuseHeaderList(id);
@@ -89,10 +92,26 @@ export class BalancedConnection {
       this.ctx.faults.streamRefused('memory_budget');
       return void this.refuse(id, Http2Error.REFUSED_STREAM);
     }
-    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, end, listSize, this.endpoints, this.hooks);
+    const call = new BalancedCall(this.ctx, this.conn, this.hop, id, list, this.shapeOf(list, repeat), end, listSize, this.endpoints, this.hooks);
     if (call.over) return this.hop.streams.get(id)?.sink;
     this.calls.set(id, call);
     return this.hop.streams.get(id)?.sink;
+  }
+
+  /**
+   * What the call reads of its request's fields. A client sends the same block
+   * on every call of a method (the same deadline too, or none): a block that
+   * repeats the last one kept (its decoder's `repeat`) has the same shape, which
+   * is read once. A tRPC shape holds its call's own procedures, so is never kept.
+   */
+  private shapeOf(list: HeaderList, repeat: number): RequestShape {
+    if (repeat !== 0 && repeat === this.lastRepeat) return this.lastShape!;
+    const shape = requestShape(list, this.ctx.config.trpcPrefix);
+    if (repeat !== 0 && shape.detected.trpc === undefined) {
+      this.lastRepeat = repeat;
+      this.lastShape = shape;
+    }
+    return shape;
   }
 
   /** A stream refused before it was a call: RST_STREAM with `code` (REFUSED_STREAM: the client may send it again, RFC 9113 §8.7). */

@@ -55,10 +55,12 @@ export interface StreamSink {
 export interface HopHost {
   /**
    * Server role: the peer opened stream `id` with `list`, a header list of
-   * `listSize` octets (RFC 7541 §4.1; `overflowed`: past the size, and cut); the
-   * sink of its call, or undefined when refused (the host answered it).
+   * `listSize` octets (RFC 7541 §4.1; `overflowed`: past the size, and cut) and
+   * `repeat` its block's number (HpackDecoder.repeat: a block the client sent
+   * before has the same); the sink of its call, or undefined when refused (the
+   * host answered it).
    */
-  opened(id: number, list: HeaderList, end: boolean, overflowed: boolean, listSize: number): StreamSink | undefined;
+  opened(id: number, list: HeaderList, end: boolean, overflowed: boolean, listSize: number, repeat: number): StreamSink | undefined;
   /** The peer's SETTINGS came (the first one: the connection is usable). */
   settled(): void;
   /** The peer acknowledged this hop's SETTINGS (its stream limit now binds the peer). */
@@ -467,7 +469,7 @@ export class H2Hop {
         if (!states.opening(id)) return;
         this.lastPeerId = id;
         if (this.goingAway) return void this.queue(rstStreamFrame(id, Http2Error.REFUSED_STREAM));
-        const sink = this.host.opened(id, list, end, this.decoder.overflowed, this.decoder.listSize);
+        const sink = this.host.opened(id, list, end, this.decoder.overflowed, this.decoder.listSize, this.decoder.repeat);
         const opened = this.streams.get(id);
         if (sink && opened && end) this.remoteEnd(opened);
       },

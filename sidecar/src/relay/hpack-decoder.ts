@@ -66,6 +66,15 @@ export class HpackDecoder {
   private recent = 1;
   /** Blocks in a row that were no repeat (MISSES_KEPT). */
   private misses = 0;
+  /** The last number given to a kept block (`repeat`). */
+  private kept = 0;
+  /**
+   * The last decoded block's number while it is kept: the same for each repeat
+   * of it, and never given to another block by this decoder; 0 when it was not
+   * kept. What a caller derives from a list (its fields, its protocol) holds for
+   * every later list with the same number.
+   */
+  repeat = 0;
 
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
@@ -124,6 +133,7 @@ export class HpackDecoder {
       if (m.version === this.version && m.octets.length === n && sameOctets(m.octets, block, 0)) {
         this.recent = k;
         this.misses = 0;
+        this.repeat = m.id;
         this.listOctets = m.listOctets;
         const never = this.neverIndexed;
         while (never.length > 0) never.pop();
@@ -136,6 +146,7 @@ export class HpackDecoder {
     this.recent = k;
     const version = this.version;
     m.version = -1;
+    this.repeat = 0;
     this.decodeFields(block, m.list);
     // Neither the table nor a never-indexed field: the same octets decode to the same list while the table stays.
     const keep = ++this.misses <= MISSES_KEPT || this.misses % KEPT_PAST_THEM === 0;
@@ -144,6 +155,7 @@ export class HpackDecoder {
       for (let i = 0; i < n; i++) m.octets[i] = block[i]!;
       m.version = version;
       m.listOctets = this.listOctets;
+      m.id = this.repeat = ++this.kept;
     }
     return m.list;
   }
@@ -327,11 +339,13 @@ interface BlockMemo {
   version: number;
   list: HeaderList;
   listOctets: number;
+  /** Its number (HpackDecoder.repeat), given as it was kept. */
+  id: number;
 }
 
 const NO_OCTETS = new Uint8Array(0);
 /** A slot that holds no block yet: no table's version is -1. */
-const emptySlot = (): BlockMemo => ({ octets: NO_OCTETS, version: -1, list: [], listOctets: 0 });
+const emptySlot = (): BlockMemo => ({ octets: NO_OCTETS, version: -1, list: [], listOctets: 0, id: 0 });
 
 /** Whether `block` from `at` holds `octets`. */
 function sameOctets(octets: Uint8Array, block: Uint8Array, at: number): boolean {

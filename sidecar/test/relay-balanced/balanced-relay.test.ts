@@ -93,6 +93,28 @@ describe('balanced relay: grpc-js through it', () => {
     await sc.stop();
   });
 
+  it("reads each call's own method and deadline while one connection sends the same header blocks again and again", async () => {
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', endpoints]);
+    const c = client(sc.port);
+    try {
+      const want: [string, boolean][] = [];
+      for (let i = 0; i < 4; i++) {
+        assert.equal((await unary(c, { message: `u${i}` })).err, null);
+        assert.equal((await serverStream(c, { message: `s${i}`, responses: 2 })).n, 2);
+        want.push(['Echo', false], ['ServerStream', false]);
+      }
+      assert.equal((await unary(c, { message: 'with a deadline' }, { deadline: Date.now() + 60_000 })).err, null);
+      assert.equal((await unary(c, { message: 'without' })).err, null);
+      want.push(['Echo', true], ['Echo', false]);
+      const ended = await sc.recorder.waitForEnded(want.length);
+      assert.deepEqual(ended.map((r) => [r.path.split('/').pop(), r.deadline !== undefined]), want);
+      assert.ok(ended.every((r) => r.grpcStatus === 0 && r.responseMessages > 0), JSON.stringify(ended.map(facts)));
+    } finally {
+      c.close();
+      await sc.stop();
+    }
+  });
+
   it('records the same calls as the terminating path, with the bytes split at random on both sides', async () => {
     const script = async (c: Client): Promise<void> => {
       assert.equal((await unary(c, { message: 'one', responseSize: 70_000 })).err, null);

@@ -139,9 +139,16 @@ describe('HpackDecoder properties', () => {
       fc.property(pool, fc.array(fc.nat(), { minLength: 1, maxLength: 30 }), (pool, picks) => {
         const decoder = new HpackDecoder();
         const model = new Model();
+        // What each block number stood for: a caller reads a list once per number (HpackDecoder.repeat).
+        const numbered = new Map<number, string[]>();
         for (const pick of picks) {
           const { block, fields, never } = encode(pool[pick % pool.length]!, model);
           assert.deepEqual([...decoder.decode(block)], fields);
+          if (decoder.repeat !== 0) {
+            const before = numbered.get(decoder.repeat);
+            if (before) assert.deepEqual(fields, before, 'a block number stands for one list only');
+            else numbered.set(decoder.repeat, fields);
+          }
           assert.deepEqual(decoder.neverIndexed, never);
           assert.equal(decoder.listSize, fields.reduce((n, f, i) => n + f.length + (i % 2 === 0 ? 32 : 0), 0));
           assert.deepEqual(decoder.entries(), model.entries);

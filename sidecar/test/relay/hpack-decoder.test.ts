@@ -164,6 +164,24 @@ describe('HPACK decoder: blocks sent again', () => {
     assert.throws(() => d.decode(readsNewest), /index 62 beyond the dynamic table/);
   });
 
+  it('numbers a block kept while it repeats, and never gives its number to another block', () => {
+    const d = new HpackDecoder();
+    d.decode(insert('one'));
+    assert.equal(d.repeat, 0, 'a block that changed the table is not kept');
+    d.decode(readsNewest);
+    const first = d.repeat;
+    assert.ok(first > 0);
+    d.decode(Buffer.from([0x83]));
+    const other = d.repeat;
+    assert.ok(other > 0 && other !== first);
+    d.decode(readsNewest);
+    assert.equal(d.repeat, first, 'a repeat of the block has its number');
+    d.decode(insert('two'));
+    d.decode(readsNewest);
+    assert.ok(d.repeat !== first && d.repeat !== other, 'the same octets against a changed table are another block');
+    assert.deepEqual(d.decode(readsNewest), [':method', 'GET', 'x-tag', 'two']);
+  });
+
   it('gives a repeat its own list size and cut: an answer\'s headers and trailers taking turns, one past the cap', () => {
     const d = new HpackDecoder(4096, 100);
     d.decode(insert('v'.repeat(60)));
