@@ -117,12 +117,12 @@ export class BalancedCall implements EndpointStreamSink, Written {
   ) {
     const startTime = now();
     this.kept = headerBytes;
-    const { headers, method, detected, bare, contentType } = shape;
+    const { detected, contentType } = shape;
     this.contentType = contentType;
     this.base64 = detected.base64;
     this.requestEnded = end;
     const pick = ctx.upstreams.pick(conn.id, isGrpcFamily(detected.protocol));
-    this.pending = { conn, detected, method, bare, headers, start: { startTime, pick }, sentAt: undefined, tapped: undefined };
+    this.pending = { conn, shape, start: { startTime, pick }, sentAt: undefined, tapped: undefined };
     this.down = client.accept(id, new ClientSide(this));
     const target = pick?.target;
     if (!target) {
@@ -151,7 +151,8 @@ export class BalancedCall implements EndpointStreamSink, Written {
 
   private begin(): Call {
     const p = this.pending!;
-    const call = (this.started = new Call(this.ctx, p.conn, p.detected, '2', p.method, p.bare, p.headers, p.start));
+    const { detected, method, bare, headers } = p.shape;
+    const call = (this.started = new Call(this.ctx, p.conn, detected, '2', method, bare, headers, p.start));
     // Cleared once made: a call that failed to be made is tried again by whatever needs it, and fails as it did.
     this.pending = undefined;
     if (p.sentAt !== undefined) call.sent(p.start.pick!.target.authority, p.sentAt);
@@ -467,10 +468,7 @@ export function requestShape(list: HeaderList, trpcPrefix: string): RequestShape
 /** What a call is made from, kept from its request's arrival until it is made (BalancedCall.begin). */
 interface PendingStart {
   readonly conn: ConnectionRecord;
-  readonly detected: Detected;
-  readonly method: string;
-  readonly bare: string;
-  readonly headers: HeaderBag;
+  readonly shape: RequestShape;
   readonly start: CallStart;
   /** When the request went to the endpoint. */
   sentAt: number | undefined;

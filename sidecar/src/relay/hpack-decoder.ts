@@ -66,15 +66,9 @@ export class HpackDecoder {
   private recent = 1;
   /** Blocks in a row that were no repeat (MISSES_KEPT). */
   private misses = 0;
-  /** The last number given to a kept block (`repeat`). */
+  /** The last number given to a kept block, and the last decoded block's (`repeat`). */
   private kept = 0;
-  /**
-   * The last decoded block's number while it is kept: the same for each repeat
-   * of it, and never given to another block by this decoder; 0 when it was not
-   * kept. What a caller derives from a list (its fields, its protocol) holds for
-   * every later list with the same number.
-   */
-  repeat = 0;
+  private lastRepeat = 0;
 
   /**
    * @param limit the largest table size the encoder may ask for: the decoding
@@ -109,6 +103,16 @@ export class HpackDecoder {
     return this.cachedTotal;
   }
 
+  /**
+   * The last decoded block's number while it is kept: the same for each repeat
+   * of it, and never given to another block by this decoder; 0 when it was not
+   * kept. What a caller derives from a list (its fields, its protocol) holds for
+   * every later list with the same number.
+   */
+  get repeat(): number {
+    return this.lastRepeat;
+  }
+
   /** The dynamic table's current size in octets (§4.1). */
   get tableSize(): number {
     return this.size;
@@ -133,7 +137,7 @@ export class HpackDecoder {
       if (m.version === this.version && m.octets.length === n && sameOctets(m.octets, block, 0)) {
         this.recent = k;
         this.misses = 0;
-        this.repeat = m.id;
+        this.lastRepeat = m.id;
         this.listOctets = m.listOctets;
         const never = this.neverIndexed;
         while (never.length > 0) never.pop();
@@ -146,7 +150,7 @@ export class HpackDecoder {
     this.recent = k;
     const version = this.version;
     m.version = -1;
-    this.repeat = 0;
+    this.lastRepeat = 0;
     this.decodeFields(block, m.list);
     // Neither the table nor a never-indexed field: the same octets decode to the same list while the table stays.
     const keep = ++this.misses <= MISSES_KEPT || this.misses % KEPT_PAST_THEM === 0;
@@ -155,7 +159,7 @@ export class HpackDecoder {
       for (let i = 0; i < n; i++) m.octets[i] = block[i]!;
       m.version = version;
       m.listOctets = this.listOctets;
-      m.id = this.repeat = ++this.kept;
+      m.id = this.lastRepeat = ++this.kept;
     }
     return m.list;
   }
