@@ -12,8 +12,15 @@
 //   cp sidecar/dist/rpcscope.cjs /tmp/before.cjs    # before the change
 //   node sidecar/build.mjs                           # after it
 //   node --import tsx test/bench/ab.ts /tmp/before.cjs sidecar/dist/rpcscope.cjs [--rounds 3] [--phases saturation,rate,c1]
+//       [--flags-a "..."] [--flags-b "..."]
 //
-// Prints one Markdown row per bundle: each phase's median and its rounds.
+// --flags-a, --flags-b: the Node flags each bundle runs with, in place of
+// bin/rpcscope's (one bundle given twice compares two flag sets).
+//
+// Prints one Markdown row per bundle: each phase's median and its rounds; then,
+// read round by round, the median of B less A and the rounds where B was lower
+// and higher. A change of 2–3 µs in c=1's p50 needs about 60 rounds to show
+// beside the machine's drift (a round's p50 moves by 20 µs or more).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +33,11 @@ import { workloads, writeFiles } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-const bundles = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
+/** Options that take a value: what follows each is theirs, not a bundle. */
+const VALUED = ['--rounds', '--phases', '--flags-a', '--flags-b'];
+const bundles = args.filter((a, i) => !a.startsWith('--') && !VALUED.includes(args[i - 1]!));
+const FLAGS = [value('--flags-a'), value('--flags-b')].map((f) => (f ?? '--max-semi-space-size=4').split(' ').filter(Boolean));
+for (const f of FLAGS) for (const flag of f) if (!flag.startsWith('--')) throw new Error(`--flags-a and --flags-b take Node flags (each starting --), got ${flag}`);
 const ROUNDS = Number(value('--rounds') ?? 3);
 const PHASES = (value('--phases') ?? 'saturation,rate,c1').split(',');
 const KNOWN = ['saturation', 'rate', 'c1'];
@@ -58,7 +69,7 @@ try {
     for (let b = 0; b < bundles.length; b++) {
       process.stderr.write(`round ${round}: ${bundles[b]}\n`);
       const port = await freePort();
-      const sidecar = spawn('taskset', ['-c', '0', process.execPath, '--max-semi-space-size=4', bundles[b]!, '--listen', `127.0.0.1:${port}`, '--admin', '127.0.0.1:0', '--mode', 'outbound', '--upstream', 'http://bench.test:80', '--endpoints', endpoints.map((e) => new URL(e.url).host).join(','), '--balance', 'round_robin', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2', '--log-level', 'warn'], { stdio: 'ignore' });
+      const sidecar = spawn('taskset', ['-c', '0', process.execPath, ...FLAGS[b]!, bundles[b]!, '--listen', `127.0.0.1:${port}`, '--admin', '127.0.0.1:0', '--mode', 'outbound', '--upstream', 'http://bench.test:80', '--endpoints', endpoints.map((e) => new URL(e.url).host).join(','), '--balance', 'round_robin', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2', '--log-level', 'warn'], { stdio: 'ignore' });
       try {
         await waitForPort(port, 'rpcscope');
         const url = `http://127.0.0.1:${port}${w.path}`;
@@ -88,4 +99,13 @@ const names = [...figures[0]!.keys()];
 const cell = (xs: number[]): string => `${median(xs).toFixed(1)} (${xs.map((x) => x.toFixed(1)).join(', ')})`;
 console.log(`| bundle | ${names.join(' | ')} |`);
 console.log(`|---|${names.map(() => '---').join('|')}|`);
-bundles.forEach((b, i) => console.log(`| ${basename(b)} | ${names.map((n) => cell(figures[i]!.get(n)!)).join(' | ')} |`));
+const label = (i: number): string => `${basename(bundles[i]!)}${value(i === 0 ? '--flags-a' : '--flags-b') === undefined ? '' : ` (${FLAGS[i]!.join(' ')})`}`;
+bundles.forEach((_, i) => console.log(`| ${label(i)} | ${names.map((n) => cell(figures[i]!.get(n)!)).join(' | ')} |`));
+console.log(`\nRound by round, B (${label(1)}) less A (${label(0)}):\n`);
+console.log('| figure | median of B − A | B lower | B higher | rounds |');
+console.log('|---|---|---|---|---|');
+for (const n of names) {
+  const a = figures[0]!.get(n)!;
+  const d = figures[1]!.get(n)!.map((x, i) => x - a[i]!);
+  console.log(`| ${n} | ${median(d).toFixed(1)} | ${d.filter((x) => x < 0).length} | ${d.filter((x) => x > 0).length} | ${d.length} |`);
+}
