@@ -101,12 +101,15 @@ describe('the rpcscope command', () => {
     }
   }
 
-  it('runs Node with a 4 MiB young generation semi-space, unless NODE_OPTIONS sets one', async () => {
+  it('runs Node with a 4 MiB young generation semi-space, unless NODE_OPTIONS sets one, and its garbage collected on the main thread', async () => {
     const plain = await argvOf({});
-    // A Node option: before the bundle, not among rpcscope's own arguments.
-    const at = plain.indexOf('--max-semi-space-size=4');
-    assert.ok(at > 0 && plain[at + 1]!.endsWith('dist/rpcscope.cjs'), plain.join(' '));
+    // Node options: before the bundle, not among rpcscope's own arguments.
+    const bundle = plain.findIndex((a) => a.endsWith('dist/rpcscope.cjs'));
+    assert.ok(bundle > 0, plain.join(' '));
+    const nodeOptions = plain.slice(1, bundle);
+    assert.deepEqual(nodeOptions.sort(), ['--max-semi-space-size=4', '--single-threaded-gc'], plain.join(' '));
     const own = await argvOf({ NODE_OPTIONS: '--max-semi-space-size=2' });
     assert.ok(!own.some((a) => a.startsWith('--max-semi-space-size')), `NODE_OPTIONS's value stands alone: ${own.join(' ')}`);
+    assert.ok(own.includes('--single-threaded-gc'), own.join(' '));
   });
 });

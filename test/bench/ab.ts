@@ -2,7 +2,7 @@
 // nghttpd endpoints, the same h2load shapes, the two bundles taking turns in
 // each round, so that a change's effect is read beside its own baseline rather
 // than across runs hours apart (the machine drifts more than most changes move).
-// Each bundle runs as bin/rpcscope runs it (node --max-semi-space-size=4),
+// Each bundle runs as bin/rpcscope runs it (node --max-semi-space-size=4 --single-threaded-gc),
 // pinned to core 0, h2load on core 1, as an outbound sidecar balancing gRPC
 // unary 256 B calls round robin: saturation (c16 m10), 2,000 calls/s over 8
 // connections one call at a time, and c=1, each after a warm-up of its shape.
@@ -36,7 +36,7 @@ const value = (name: string): string | undefined => (args.includes(name) ? args[
 /** Options that take a value: what follows each is theirs, not a bundle. */
 const VALUED = ['--rounds', '--phases', '--flags-a', '--flags-b'];
 const bundles = args.filter((a, i) => !a.startsWith('--') && !VALUED.includes(args[i - 1]!));
-const FLAGS = [value('--flags-a'), value('--flags-b')].map((f) => (f ?? '--max-semi-space-size=4').split(' ').filter(Boolean));
+const FLAGS = [value('--flags-a'), value('--flags-b')].map((f) => (f ?? '--max-semi-space-size=4 --single-threaded-gc').split(' ').filter(Boolean));
 for (const f of FLAGS) for (const flag of f) if (!flag.startsWith('--')) throw new Error(`--flags-a and --flags-b take Node flags (each starting --), got ${flag}`);
 const ROUNDS = Number(value('--rounds') ?? 3);
 const PHASES = (value('--phases') ?? 'saturation,rate,c1').split(',');

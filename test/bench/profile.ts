@@ -127,8 +127,8 @@ const more = WORKLOAD === 'balanced' ? [await startNghttpd(files.docroot), await
 const port = await freePort();
 const admin = await freePort();
 const profDir = join(work, 'prof');
-// With bin/rpcscope's own Node option (its young generation semi-space), as the sidecar runs.
-const argv = ['--max-semi-space-size=4', '--cpu-prof', `--cpu-prof-dir=${profDir}`, BUNDLE, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--data-plane', PLANE, '--http1-data-plane', PLANE, '--log-level', 'warn'];
+// With bin/rpcscope's own Node options (its young generation semi-space, its garbage collected on the main thread), as the sidecar runs.
+const argv = ['--max-semi-space-size=4', '--single-threaded-gc', '--cpu-prof', `--cpu-prof-dir=${profDir}`, BUNDLE, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--data-plane', PLANE, '--http1-data-plane', PLANE, '--log-level', 'warn'];
 if (WORKLOAD === 'rest') argv.push('--upstream-protocol', 'http1');
 if (WORKLOAD === 'balanced') {
   const endpoints = [upstream, ...more].map((u) => new URL(u.url).host).join(',');
