@@ -26,7 +26,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { median } from './bench-report.ts';
-import { cpuSeconds, freePort, waitForPort } from './bench-stats.ts';
+import { cpuSeconds, freePort, LAUNCHER_NODE_OPTIONS, waitForPort } from './bench-stats.ts';
 import { h2load } from './h2load.ts';
 import { startNghttpd } from './upstreams.ts';
 import { workloads, writeFiles } from './workloads.ts';
@@ -36,7 +36,7 @@ const value = (name: string): string | undefined => (args.includes(name) ? args[
 /** Options that take a value: what follows each is theirs, not a bundle. */
 const VALUED = ['--rounds', '--phases', '--flags-a', '--flags-b'];
 const bundles = args.filter((a, i) => !a.startsWith('--') && !VALUED.includes(args[i - 1]!));
-const FLAGS = [value('--flags-a'), value('--flags-b')].map((f) => (f ?? '--max-semi-space-size=4 --single-threaded-gc').split(' ').filter(Boolean));
+const FLAGS = [value('--flags-a'), value('--flags-b')].map((f) => (f === undefined ? [...LAUNCHER_NODE_OPTIONS] : f.split(' ').filter(Boolean)));
 for (const f of FLAGS) for (const flag of f) if (!flag.startsWith('--')) throw new Error(`--flags-a and --flags-b take Node flags (each starting --), got ${flag}`);
 const ROUNDS = Number(value('--rounds') ?? 3);
 const PHASES = (value('--phases') ?? 'saturation,rate,c1').split(',');

@@ -26,7 +26,7 @@ import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuSeconds, freePort, loadAverage, waitForPort } from './bench-stats.ts';
+import { cpuSeconds, freePort, LAUNCHER_NODE_OPTIONS, loadAverage, waitForPort } from './bench-stats.ts';
 import { h2load } from './h2load.ts';
 import { node24, NODE_24_VERSION } from './node24.ts';
 import { startNghttpd, startStaticNginx } from './upstreams.ts';
@@ -128,7 +128,7 @@ const port = await freePort();
 const admin = await freePort();
 const profDir = join(work, 'prof');
 // With bin/rpcscope's own Node options (its young generation semi-space, its garbage collected on the main thread), as the sidecar runs.
-const argv = ['--max-semi-space-size=4', '--single-threaded-gc', '--cpu-prof', `--cpu-prof-dir=${profDir}`, BUNDLE, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--data-plane', PLANE, '--http1-data-plane', PLANE, '--log-level', 'warn'];
+const argv = [...LAUNCHER_NODE_OPTIONS, '--cpu-prof', `--cpu-prof-dir=${profDir}`, BUNDLE, '--listen', `127.0.0.1:${port}`, '--admin', `127.0.0.1:${admin}`, '--upstream', upstream.url, '--data-plane', PLANE, '--http1-data-plane', PLANE, '--log-level', 'warn'];
 if (WORKLOAD === 'rest') argv.push('--upstream-protocol', 'http1');
 if (WORKLOAD === 'balanced') {
   const endpoints = [upstream, ...more].map((u) => new URL(u.url).host).join(',');
