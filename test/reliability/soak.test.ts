@@ -8,7 +8,7 @@
 // target) are asserted; event-loop delay is reported.
 //
 // 60 s of traffic by default (CI); RPCSCOPE_SOAK=1 runs the 10-minute soak,
-// RPCSCOPE_SOAK_SECONDS=N any other length. An environment variable rather than
+// RPCSCOPE_SOAK_SECONDS=N any other length (20 s or more). An environment variable rather than
 // a `--soak` argument: `node --test` does not hand its own arguments to the
 // test files (test/reliability/report.ts --soak sets the variable).
 import assert from 'node:assert/strict';
@@ -47,6 +47,11 @@ const REGROW_S = 10;
  * top of some swings. Four samples a second catch it.
  */
 const RSS_SAMPLE_MS = 250;
+/** The shortest soak whose RSS trace reads: 10 s of it after REGROW_S, 40 samples, ten a quarter. */
+const SOAK_MIN_S = REGROW_S + 10;
+if (!Number.isFinite(SOAK_S) || SOAK_S < SOAK_MIN_S) {
+  throw new Error(`RPCSCOPE_SOAK_SECONDS must be a number of seconds, ${SOAK_MIN_S} or more (the RSS trace starts ${REGROW_S} s into the traffic), got ${process.env.RPCSCOPE_SOAK_SECONDS}`);
+}
 /** Callers per kind; each runs one call at a time, back to back, on its own connection. */
 const CALLERS = { grpcUnary: 6, grpcStream: 3, restH1: 6, restH2: 6 } as const;
 /** A caller closes its connection and opens a new one after this many calls: connections come and go all through the soak. */
