@@ -20,7 +20,7 @@ import { GrpcJsEchoClient, type EchoRequestObject, type EchoResponseObject } fro
 import { percentile, scrape, settledScrape } from '../support/admin-scrape.ts';
 import { startEchoUpstreamProcess, type EchoUpstreamProcess } from '../support/echo-upstream-process.ts';
 import { sum, type Sample } from '../support/metrics-text.ts';
-import { MB, cpuSeconds, rssBytes, rssSampler, settledFds } from '../support/process-stats.ts';
+import { MB, cpuSeconds, rssBytes, settledFds } from '../support/process-stats.ts';
 import { reportFigure } from '../support/reliability-figures.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
@@ -227,19 +227,22 @@ describe('rpcscope binary under a soak of mixed traffic', { timeout: (SOAK_S + W
         loopP99.push(sum(await scrape(sc.adminUrl), 'nodejs_eventloop_lag_p99_seconds') * 1000);
       }
     })();
-    const rss = rssSampler(pid, 1000);
-    // RSS from REGROW_S into the traffic on: its peak per quarter tells a leak (still climbing) from a heap at its working size (flat).
+    // RSS through the soak, for its peak under traffic; from REGROW_S on, the trace whose peak per quarter
+    // tells a leak (still climbing) from a heap at its working size (flat).
+    let rssPeak = rssBytes(pid);
     const rssTrace: number[] = [];
-    let tracer: NodeJS.Timeout | undefined;
-    const tracing = setTimeout(() => (tracer = setInterval(() => rssTrace.push(rssBytes(pid)), RSS_SAMPLE_MS)), REGROW_S * 1000);
+    const traceFrom = Date.now() + REGROW_S * 1000;
+    const tracer = setInterval(() => {
+      const b = rssBytes(pid);
+      rssPeak = Math.max(rssPeak, b);
+      if (Date.now() >= traceFrom) rssTrace.push(b);
+    }, RSS_SAMPLE_MS);
     const cpu0 = cpuSeconds(pid);
     const soak = await traffic(sc, SOAK_S);
     const cpu = cpuSeconds(pid) - cpu0;
-    clearTimeout(tracing);
     clearInterval(tracer);
     soaking = false;
     await watcher;
-    const rssPeak = rss.stop();
     const quarters = [0, 1, 2, 3].map((q) => Math.max(...rssTrace.slice(Math.floor((q * rssTrace.length) / 4), Math.floor(((q + 1) * rssTrace.length) / 4))));
 
     const end = await settledScrape(sc.adminUrl);
