@@ -104,6 +104,8 @@ export function settingValue(payload: Buffer, id: number): number | undefined {
 
 /** Default cap on a header block (HEADERS + CONTINUATIONs): CONTINUATION floods end the connection here. */
 export const DEFAULT_MAX_HEADER_BLOCK = 256 * 1024;
+/** The assembly's first size: two frames of the default size (RFC 9113 §4.2), the smallest block that is split. */
+const ASSEMBLY_MIN = 2 * DEFAULT_MAX_FRAME_SIZE;
 
 const enum Phase {
   Preface,
@@ -140,8 +142,18 @@ export class FrameParser {
   private blockStream = 0;
   private blockFlags = 0;
   private blockPromised = 0;
-  private blockParts: Buffer[] = [];
+  /** Octets of the header block so far, in `assembly` once a CONTINUATION is awaited. */
   private blockSize = 0;
+  /**
+   * Where a header block split over CONTINUATIONs is put together: one buffer
+   * per parser, grown as blocks need (up to maxHeaderBlock) and reused, so a
+   * split block costs one copy of its fragments and no allocation, where a copy of
+   * each fragment and a concatenated block cost three or more (V8 collects
+   * those only when its heap asks, not as their octets mount: a client sending
+   * large split blocks made the relay hold hundreds of MiB of dead buffers).
+   * A block needing no CONTINUATION never comes here.
+   */
+  private assembly: Buffer | undefined;
   /** Translate mode: the current frame's bytes go to `pass`. */
   private passing: boolean;
   /**
@@ -177,7 +189,7 @@ export class FrameParser {
 
   /** Whether the bytes so far end on a frame boundary outside a header block: where a frame may be added. */
   get atBoundary(): boolean {
-    return this.phase === Phase.Header && this.fill === 0 && this.blockParts.length === 0 && this.blockStream === 0;
+    return this.phase === Phase.Header && this.fill === 0 && this.blockStream === 0;
   }
 
   /** Reads the next piece of the stream; throws FrameError on a malformed stream, and stays failed. */
@@ -439,20 +451,27 @@ export class FrameParser {
   }
 
   private blockPart(streamId: number, fragment: Buffer, endHeaders: boolean): void {
-    if (endHeaders && this.blockParts.length === 0) {
-      this.blockStream = 0;
+    if (endHeaders && this.blockStream === 0) {
       this.blockSize = 0;
       return this.sink.headers(streamId, this.blockFlags, fragment, this.blockPromised);
     }
-    // The fragment may live in the reused payload buffer: keep a copy.
-    this.blockParts.push(Buffer.from(fragment));
-    this.blockSize += fragment.length;
+    // The fragment may live in the reused payload buffer or a read's piece: copied into the assembly.
+    const at = this.blockSize;
+    const size = at + fragment.length;
+    let assembly = this.assembly;
+    if (assembly === undefined || assembly.length < size) {
+      const grown = Buffer.allocUnsafeSlow(Math.min(this.maxHeaderBlock, Math.max(size, 2 * (assembly?.length ?? 0), ASSEMBLY_MIN)));
+      if (assembly !== undefined && at > 0) assembly.copy(grown, 0, 0, at);
+      this.assembly = assembly = grown;
+    }
+    fragment.copy(assembly, at);
+    this.blockSize = size;
     this.blockStream = streamId;
     if (!endHeaders) return;
-    const block = Buffer.concat(this.blockParts);
-    this.blockParts = [];
     this.blockStream = 0;
     this.blockSize = 0;
-    this.sink.headers(streamId, this.blockFlags, block, this.blockPromised);
+    // A view of the assembly, valid until the next block: sinks read it during the call (as they read any block) and keep no part of it.
+    this.sink.headers(streamId, this.blockFlags, assembly.subarray(0, size), this.blockPromised);
   }
+
 }
