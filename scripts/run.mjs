@@ -4,11 +4,14 @@
 // pnpm (fetched by npx when it is not installed), so that a machine with only
 // Node and npm needs no other step, then builds the sidecar from the current
 // sources (bin/rpcscope runs the build). `test` first checks for the programs
-// the suites drive (scripts/preflight.mjs).
-import { spawnSync } from 'node:child_process';
+// the suites drive (scripts/preflight.mjs). Started by a Node older than
+// rpcscope's floor (Node 24), it first runs itself again on the pinned Node 24,
+// fetched from the npm registry once (scripts/node-runtime.mjs).
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLOOR, pinnedNode, supportedNode } from './node-runtime.mjs';
 import { preflight, programEnv, testPath } from './preflight.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -38,19 +41,51 @@ if (!(what in scripts)) {
   console.error(`usage: node scripts/run.mjs demo|test (got ${JSON.stringify(what)})`);
   process.exit(2);
 }
-let env = process.env;
-if (what === 'test') {
-  env = { ...env, PATH: testPath(env.PATH) };
-  const checked = preflight(env);
-  if (!checked.ok) {
-    console.error(checked.message);
+if (!supportedNode()) onPinnedNode();
+else main();
+
+/**
+ * This Node is older than the floor: the same command on the pinned Node 24, its
+ * directory first on PATH so that everything the run starts by name (`node`,
+ * the sidecar's launcher, npx) is that Node too. Its exit status is this one's.
+ */
+function onPinnedNode() {
+  const pinned = pinnedNode();
+  if ('error' in pinned) {
+    console.error(`rpcscope: ${what} needs Node ${NODE_FLOOR} or later; this is Node ${process.version}, and Node ${NODE_FLOOR} could not be fetched: ${pinned.error}`);
     process.exit(1);
   }
-  // The suites use the very programs the check found.
-  env = { ...env, ...programEnv(checked.programs) };
+  console.error(`rpcscope: Node ${process.version} is older than rpcscope's floor (Node ${NODE_FLOOR}): ${what} runs on ${pinned.bin}`);
+  const env = { ...process.env, PATH: [dirname(pinned.bin), process.env.PATH].filter(Boolean).join(delimiter) };
+  const child = spawn(pinned.bin, [fileURLToPath(import.meta.url), what, ...rest], { cwd: root, stdio: 'inherit', env });
+  // Ctrl-C reaches the child from the terminal itself (the demo then prints its summary): this process waits for it.
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => child.kill('SIGTERM'));
+  child.on('error', (err) => {
+    console.error(`rpcscope: ${pinned.bin} could not start: ${err.message}`);
+    process.exit(1);
+  });
+  child.on('exit', (code, signal) => process.exit(code ?? (signal === 'SIGINT' ? 130 : 1)));
 }
-if (!process.env.RPCSCOPE_SKIP_INSTALL || !existsSync(join(root, 'node_modules'))) install();
-// The install builds it only when it installs something.
-const built = run(process.execPath, [join(root, 'sidecar', 'build.mjs')]);
-if (built !== 0) process.exit(built);
-process.exit(run(process.execPath, ['--import', 'tsx', scripts[what], ...rest], { env }));
+
+/** The command on this Node. */
+function main() {
+  // Ctrl-C reaches each step from the terminal: this process ends when the step does (the demo after its summary).
+  process.on('SIGINT', () => {});
+  let env = process.env;
+  if (what === 'test') {
+    env = { ...env, PATH: testPath(env.PATH) };
+    const checked = preflight(env);
+    if (!checked.ok) {
+      console.error(checked.message);
+      process.exit(1);
+    }
+    // The suites use the very programs the check found.
+    env = { ...env, ...programEnv(checked.programs) };
+  }
+  if (!process.env.RPCSCOPE_SKIP_INSTALL || !existsSync(join(root, 'node_modules'))) install();
+  // The install builds it only when it installs something.
+  const built = run(process.execPath, [join(root, 'sidecar', 'build.mjs')]);
+  if (built !== 0) process.exit(built);
+  process.exit(run(process.execPath, ['--import', 'tsx', scripts[what], ...rest], { env }));
+}

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { HttpRequest, HttpResponse } from './h2c-listener.ts';
 import { deterministicBytes } from './echo-behaviour.ts';
-import { intParam, sendJson, writeChunk } from './http-json.ts';
+import { intParam, sendJson, writeChunk, writeHead } from './http-json.ts';
 import { sleep } from './sleep.ts';
 
 /** Bounds that keep one demo request from tying a test machine up. */
@@ -30,7 +30,7 @@ export function handleEchoRest(req: HttpRequest, res: HttpResponse, shutdown: Ab
   if (method === 'GET' && (match = ECHO_ID.exec(path))) {
     sendJson(res, 200, { id: decodeURIComponent(match[1] ?? ''), query: Object.fromEntries(url.searchParams) });
   } else if (method === 'POST' && path === '/v1/echo') {
-    res.writeHead(200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' });
+    writeHead(res, 200, { 'content-type': req.headers['content-type'] ?? 'application/octet-stream' });
     // Piped chunk by chunk: the sidecar's streaming (and its backpressure) is
     // what a test of this route observes, so nothing here may buffer the body.
     void pipeline(req, res).catch(() => res.destroy());
@@ -46,7 +46,7 @@ export function handleEchoRest(req: HttpRequest, res: HttpResponse, shutdown: Ab
     );
   } else if (method === 'GET' && path === '/v1/bytes') {
     const n = intParam(url.searchParams, 'n', 1024, 0, MAX_BYTES);
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(n) });
+    writeHead(res, 200, { 'content-type': 'application/octet-stream', 'content-length': String(n) });
     void pipeline(Readable.from(chunks(n)), res).catch(() => res.destroy());
   } else if (method === 'GET' && path === '/v1/events') {
     const n = intParam(url.searchParams, 'n', 3, 0, MAX_EVENTS);
@@ -85,7 +85,7 @@ function sendStatus(res: HttpResponse, status: number): void {
     sendJson(res, 400, { error: `status ${status} is outside 200..599` });
   } else if (status === 204 || status === 304) {
     // These statuses forbid a body (RFC 9110 §15.3.5, §15.4.5).
-    res.writeHead(status);
+    writeHead(res, status);
     res.end();
   } else {
     sendJson(res, status, { status });
@@ -99,7 +99,7 @@ function* chunks(n: number): Generator<Buffer> {
 }
 
 async function events(res: HttpResponse, n: number, intervalMs: number, signal: AbortSignal): Promise<void> {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  writeHead(res, 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   try {
     for (let i = 0; i < n; i++) {
       if (i > 0) await sleep(intervalMs, signal);

@@ -1,9 +1,21 @@
+import type { OutgoingHttpHeaders } from 'node:http';
 import { Http2ServerResponse } from 'node:http2';
 import type { HttpResponse } from './h2c-listener.ts';
 
+/** What HTTP/1.1's and HTTP/2's compatibility answers both take to start: Node's types give the two different overloads, so a call on their union does not typecheck. */
+interface HeadWriter {
+  writeHead(statusCode: number, headers?: OutgoingHttpHeaders): unknown;
+}
+
+/** Starts `res` with `status` and `headers`, over either HTTP version. */
+export function writeHead(res: HttpResponse, status: number, headers?: OutgoingHttpHeaders): void {
+  const head: HeadWriter = res;
+  head.writeHead(status, headers);
+}
+
 export function sendJson(res: HttpResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, {
+  writeHead(res, status, {
     ...headers,
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(text)),

@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The rpcscope sidecar. Build context: the repository root.
 #   docker build -f deploy/docker/sidecar.Dockerfile -t rpcscope/sidecar:0.1.0 .
-# Node 24 (LTS) is the target; the bundle also runs on Node 20.19 and later.
+# Node 24 (LTS), the Node rpcscope supports (package.json engines: >=24).
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # Build the bundle (sidecar/build.mjs: esbuild) from the committed lockfile.

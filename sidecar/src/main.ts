@@ -12,7 +12,7 @@ import { otlpMetricsSettings, type OtlpMetricsSettings } from './observe/otlp-me
 import { checkOtlpTracesSettings } from './observe/otlp-traces-settings.ts';
 import { startSidecar, type Sidecar } from './pipeline.ts';
 import { sourceStack } from './source-stack.ts';
-import { VERSION } from './version.ts';
+import { nodeSupportWarning, VERSION } from './version.ts';
 import { ErrorCode, hasCode, NodeErrorCode } from './core/errors.ts';
 
 /** A bad setting: one line on stderr, exit code 2. Anything else is not ours to word. */
@@ -57,6 +57,8 @@ async function main(): Promise<number> {
     return configFailure(err);
   }
   const log = createLogger(config.logLevel);
+  const oldNode = nodeSupportWarning();
+  if (oldNode !== undefined) log.warn(oldNode, { node: process.versions.node });
   for (const warning of [...(otlpMetrics?.warnings ?? []), ...otelWarnings]) log.warn(warning);
   if (tracingEnabled(process.env)) await logTracingDiagnostics(log);
   let sidecar: Sidecar;

@@ -9,3 +9,13 @@ declare const __RPCSCOPE_COMMIT__: string | undefined;
 
 /** The commit the bundle was built from (sidecar/build.mjs defines it from git); undefined under tsx. */
 export const BUILD_COMMIT: string | undefined = typeof __RPCSCOPE_COMMIT__ === 'string' ? __RPCSCOPE_COMMIT__ : undefined;
+
+/** The oldest Node major rpcscope supports: package.json's `engines` (">=24"). */
+export const NODE_FLOOR: number = Number(/\d+/.exec(pkg.engines.node)?.[0]);
+
+/** The warning a sidecar logs at start on a Node older than NODE_FLOOR (it still runs), or undefined. */
+export function nodeSupportWarning(version: string = process.versions.node): string | undefined {
+  const major = Number.parseInt(version.replace(/^v/, ''), 10);
+  if (major >= NODE_FLOOR) return undefined;
+  return `rpcscope supports Node ${NODE_FLOOR} and later, and is tested on Node ${NODE_FLOOR}; this is Node ${version.replace(/^v/, '')}: run it on Node ${NODE_FLOOR} (the images do)`;
+}

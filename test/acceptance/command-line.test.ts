@@ -112,4 +112,15 @@ describe('the rpcscope command', () => {
     assert.ok(!own.some((a) => a.startsWith('--max-semi-space-size')), `NODE_OPTIONS's value stands alone: ${own.join(' ')}`);
     assert.ok(own.includes('--single-threaded-gc'), own.join(' '));
   });
+
+  it('starts on the Node it supports without a warning about its Node', async () => {
+    const sc = await startSidecarProcess(['--upstream', 'http://127.0.0.1:1', '--log-level', 'info']);
+    try {
+      const lines = sc.log().split('\n').filter(Boolean);
+      assert.ok(lines.some((l) => l.includes('rpcscope started')), sc.log());
+      assert.ok(!lines.some((l) => l.includes('rpcscope supports Node')), sc.log());
+    } finally {
+      await sc.stop();
+    }
+  });
 });

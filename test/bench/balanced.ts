@@ -38,10 +38,10 @@
 // --quick: 5,000 calls at saturation, 2 s of the spread load, one round, 1 s of warm-up.
 // --warm-seconds: how long the spread load runs unmeasured before it is measured.
 // --only: the peers to run (direct always runs: it is the latency base and the bytes per call).
-// --node: the Node the rpcscope rows and the byte pipe run on: 20 (the default), the
-// Node running this script; 24, the Node the images deploy the sidecar on
-// (node:24), fetched from the npm registry once (node24.ts); both gives each its
-// rows. When npm cannot fetch Node 24, the notes say so: with --node 24 its rows
+// --node: the Node the rpcscope rows and the byte pipe run on: 24 (the default),
+// the Node rpcscope supports and the images deploy it on (node:24), fetched from
+// the npm registry once (node24.ts); 20, the Node running this script (a
+// machine's Node 20, to compare); both gives each its rows. When npm cannot fetch Node 24, the notes say so: with --node 24 its rows
 // run on this Node instead.
 // Ctrl-C stops the run with what it measured.
 //
@@ -89,7 +89,7 @@ const WARM_SECONDS = Number(value('--warm-seconds') ?? (QUICK ? 1 : 10));
 const SERIAL_WARM_CALLS = 500;
 const SERIAL = ['-c', '1', '-m', '1'];
 const ENDPOINTS = 3;
-const NODES = value('--node') ?? '20';
+const NODES = value('--node') ?? '24';
 
 for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS]] as const) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);

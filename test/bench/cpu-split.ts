@@ -60,7 +60,7 @@ const ctx = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: '
 const files = writeFiles(work);
 const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
 const shape = SHAPE === 'rate' ? w.spread : w.saturation;
-const { nodes } = benchNodes(value('--node') ?? '20');
+const { nodes } = benchNodes(value('--node') ?? '24');
 
 /** The peers and the executable perf names their own code by. */
 const all: [Peer, string][] = [

