@@ -13,12 +13,12 @@
 //
 // Plain JavaScript: it runs before the workspace (and tsx) is installed.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** The oldest Node major rpcscope supports (package.json `engines`). */
-export const NODE_FLOOR = 24;
+/** The oldest Node major rpcscope supports: package.json's `engines` (">=24"), as the sidecar reads its own. */
+export const NODE_FLOOR = Number(/\d+/.exec(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node)?.[0]);
 /** The Node fetched when the running one is older: pinned, so that two runs run the same Node. */
 export const NODE_PINNED = '24.21.0';
 

@@ -15,7 +15,7 @@ export const NODE_FLOOR: number = Number(/\d+/.exec(pkg.engines.node)?.[0]);
 
 /** The warning a sidecar logs at start on a Node older than NODE_FLOOR (it still runs), or undefined. */
 export function nodeSupportWarning(version: string = process.versions.node): string | undefined {
-  const major = Number.parseInt(version.replace(/^v/, ''), 10);
-  if (major >= NODE_FLOOR) return undefined;
-  return `rpcscope supports Node ${NODE_FLOOR} and later, and is tested on Node ${NODE_FLOOR}; this is Node ${version.replace(/^v/, '')}: run it on Node ${NODE_FLOOR} (the images do)`;
+  const bare = version.replace(/^v/, '');
+  if (Number.parseInt(bare, 10) >= NODE_FLOOR) return undefined;
+  return `rpcscope supports Node ${NODE_FLOOR} and later, and is tested on Node ${NODE_FLOOR}; this is Node ${bare}: run it on Node ${NODE_FLOOR} (the images do)`;
 }

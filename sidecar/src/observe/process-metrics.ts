@@ -13,10 +13,10 @@ import type { ExpositionSink, ValueCell } from './metric-cells.ts';
  */
 const LOOP_RESOLUTION_MS = 10;
 
-/** prom-client's names for the same figures, so the usual Node.js dashboards read them. */
 /** What monitorEventLoopDelay() returns (its type's name differs between Node's type versions). */
 type LoopDelayHistogram = ReturnType<typeof monitorEventLoopDelay>;
 
+/** prom-client's names for the same figures, so the usual Node.js dashboards read them. */
 const LOOP_GAUGES: readonly [name: string, help: string, read: (h: LoopDelayHistogram) => number][] = [
   ['nodejs_eventloop_lag_min_seconds', 'The minimum recorded event loop delay.', (h) => h.min],
   ['nodejs_eventloop_lag_max_seconds', 'The maximum recorded event loop delay.', (h) => h.max],

@@ -473,5 +473,4 @@ export class FrameParser {
     // A view of the assembly, valid until the next block: sinks read it during the call (as they read any block) and keep no part of it.
     this.sink.headers(streamId, this.blockFlags, assembly.subarray(0, size), this.blockPromised);
   }
-
 }
