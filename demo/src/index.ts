@@ -15,3 +15,5 @@ export { EchoService } from './gen/echo/v1/echo_pb.ts';
 export { OrderService } from './gen/order/v1/order_pb.ts';
 export { EchoServiceClient as GrpcJsEchoClient } from './grpc-js-echo-loader.ts';
 export type { EchoRequestObject, EchoResponseObject } from './grpc-js-echo-loader.ts';
+// Starting an answer over HTTP/1.1 or HTTP/2 alike, for the tests' own apps.
+export { writeHead } from './http-json.ts';

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { createClient } from '@connectrpc/connect';
 import { connectNodeAdapter, createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
-import { EchoService, GrpcJsEchoClient } from '@rpcscope/demo';
+import { EchoService, GrpcJsEchoClient, writeHead } from '@rpcscope/demo';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 import { startSidecarProcess, type SidecarProcess } from '../support/sidecar-process.ts';
 
@@ -32,11 +32,9 @@ writeFileSync(bigFile, big);
 /** The app's answers depend on the request only, never on the HTTP version it came over. */
 function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void {
   const url = req.url ?? '/';
-  // Node's types give the two versions' writeHead different overloads; both take this one.
-  const head: { writeHead(status: number, headers?: http.OutgoingHttpHeaders): unknown } = res;
   const json = (status: number, body: unknown): void => {
     const text = JSON.stringify(body);
-    head.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    writeHead(res, status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   };
   if (req.method === 'GET' && url.startsWith('/v1/items/')) return json(200, { path: url });
@@ -59,7 +57,7 @@ function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.
   }
   if (req.method === 'GET' && url === '/v1/chunked') {
     // No length given: chunked over HTTP/1.1, DATA frames until END_STREAM over HTTP/2.
-    head.writeHead(200, { 'content-type': 'text/plain' });
+    writeHead(res, 200, { 'content-type': 'text/plain' });
     let n = 0;
     const tick = (): void => {
       if (n === 5) return void res.end('end\n');
@@ -68,7 +66,7 @@ function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.
     };
     return tick();
   }
-  head.writeHead(404, { 'content-type': 'text/plain' });
+  writeHead(res, 404, { 'content-type': 'text/plain' });
   res.end(`no route for ${req.method} ${url}\n`);
 }
 

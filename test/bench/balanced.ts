@@ -41,7 +41,8 @@
 // --node: the Node the rpcscope rows and the byte pipe run on: 24 (the default),
 // the Node rpcscope supports and the images deploy it on (node:24), fetched from
 // the npm registry once (node24.ts); 20, the Node running this script (a
-// machine's Node 20, to compare); both gives each its rows. When npm cannot fetch Node 24, the notes say so: with --node 24 its rows
+// machine's Node 20, to compare); both gives each its rows. When npm cannot
+// fetch Node 24, the notes say so: with --node 24 its rows
 // run on this Node instead.
 // Ctrl-C stops the run with what it measured.
 //

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
+import { writeHead } from '@rpcscope/demo';
 
 export interface Received {
   httpVersion: string;
@@ -24,10 +25,8 @@ export async function startRecordingUpstream(): Promise<RecordingUpstream> {
   const record = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void => {
     received.push({ httpVersion: req.httpVersion, method: req.method ?? '', url: req.url ?? '', headers: req.headers });
     req.resume();
-    // Node's types give the two versions' writeHead different overloads; both take this one.
-    const head: { writeHead(status: number, headers?: http.OutgoingHttpHeaders): unknown } = res;
     req.on('end', () => {
-      head.writeHead(200, { 'content-type': 'text/plain' });
+      writeHead(res, 200, { 'content-type': 'text/plain' });
       res.end('recorded\n');
     });
   };
