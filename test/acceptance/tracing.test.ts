@@ -160,3 +160,48 @@ describe('tracing', () => {
     assert.equal(upstream.seen.at(-1), CALLER_TRACEPARENT);
   });
 });
+
+// The SDK's 3.x line reads no sampler or batch variables itself: rpcscope reads them
+// (observe/otlp-traces-settings.ts). This sidecar samples no trace of its own
+// (a root ratio of 0) and follows a caller's decision, and exports every 100 ms.
+describe('tracing: the sampler and batch processor the OTEL_* variables name', () => {
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
+  let sampled: SidecarProcess;
+  before(async () => {
+    upstream = await startUpstream();
+    receiver = await startOtlpReceiver();
+    sampled = await startSidecarProcess(['--upstream', upstream.url], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+  });
+  after(async () => {
+    await sampled.stop();
+    await Promise.all([upstream.close(), receiver.close()]);
+  });
+
+  it('samples as OTEL_TRACES_SAMPLER says: a new trace at the ratio, a caller\'s trace as the caller decided', async () => {
+    // A call that starts its trace here: ratio 0, so not sampled, and the upstream is told so.
+    await grpcCall(sampled.url, '');
+    const [, ownTrace, , ownFlags] = upstream.seen.at(-1)!.split('-');
+    assert.match(ownTrace ?? '', /^[0-9a-f]{32}$/);
+    assert.equal(ownFlags, '00', 'a trace the root ratio of 0 left unsampled goes upstream marked so');
+
+    // A call in the caller's sampled trace: the parent decides, so it is sampled and exported.
+    const callerTrace = '0af7651916cd43dd8448eb211c80319c';
+    await grpcCall(sampled.url, `00-${callerTrace}-b7ad6b7169203331-01`);
+    const [, , sentSpan, sentFlags] = upstream.seen.at(-1)!.split('-');
+    assert.equal(sentFlags, '01');
+    // Exported within the 100 ms schedule (the SDK's own default is 5 s).
+    const deadline = Date.now() + 3000;
+    while (!receiver.spans.some((s) => s.spanId === sentSpan) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    const span = receiver.spans.find((s) => s.spanId === sentSpan);
+    assert.ok(span, `the sampled call's span ${sentSpan} was not exported within 3 s`);
+    assert.equal(span.traceId, callerTrace);
+    // The unsampled call ended first, so it would have been in this batch or an earlier one.
+    assert.deepEqual(receiver.spans.filter((s) => s.traceId === ownTrace), [], 'a span of the unsampled trace was exported');
+  });
+});

@@ -4,12 +4,13 @@ import { DiagLogLevel, ROOT_CONTEXT, SpanKind, diag, SpanStatusCode, defaultText
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler } from '@opentelemetry/sdk-trace';
 import type { Logger } from '../log.ts';
 import type { CallRecord } from '../call/call-record.ts';
 import { decideCode } from '../call/call-outcome.ts';
 import type { CallTracing, HeaderBag } from '../call/call-tracing.ts';
 import { resourceAttributes } from './otel-resource.ts';
+import { tracesSdkSettings, type SamplerName } from './otlp-traces-settings.ts';
 import { RPC_SYSTEM } from './rpc-system.ts';
 
 const propagator = new W3CTraceContextPropagator();
@@ -18,7 +19,7 @@ class OtlpCallTracing implements CallTracing {
   // Kept apart from CallRecord.observation, which belongs to the metrics observer.
   private readonly spans = new WeakMap<CallRecord, Span>();
 
-  constructor(private readonly tracer: Tracer, private readonly provider: NodeTracerProvider) {}
+  constructor(private readonly tracer: Tracer, private readonly provider: TracerProvider) {}
 
   start(call: CallRecord, headers: HeaderBag): string | undefined {
     const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
@@ -96,11 +97,35 @@ export function logDiagnostics(log: Logger): void {
   diag.setLogger({ error: line(log.error), warn: line(log.warn), info: () => {}, debug: () => {}, verbose: () => {} }, DiagLogLevel.WARN);
 }
 
+/** The sampler OTEL_TRACES_SAMPLER names (the specification's names, as the SDK's 2.x line read them itself). */
+function samplerOf(name: SamplerName, ratio: number): Sampler {
+  switch (name) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(ratio);
+    case 'parentbased_always_on':
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  }
+}
+
 export function createOtlpCallTracing(serviceName: string, env: Readonly<Record<string, string | undefined>>): CallTracing {
-  const provider = new NodeTracerProvider({
+  const settings = tracesSdkSettings(env);
+  // Not registered globally, and no context manager: each call's parent is extracted
+  // from its own headers and passed to startSpan.
+  const provider = new TracerProvider({
     resource: resourceFromAttributes(resourceAttributes(serviceName, env)),
-    // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself.
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+    sampler: samplerOf(settings.sampler, settings.ratio),
+    spanLimits: settings.spanLimits,
+    // The exporter reads the OTEL_EXPORTER_OTLP_* variables itself; the processor
+    // takes its exporter in its options (given alone, it would drop every span).
+    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter(), ...settings.batch })],
   });
   return new OtlpCallTracing(provider.getTracer('rpcscope'), provider);
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkOtlpTracesSettings } from '../../src/observe/otlp-traces-settings.ts';
+import { checkOtlpTracesSettings, tracesSdkSettings } from '../../src/observe/otlp-traces-settings.ts';
 import { makeSelfSignedCert } from '../support/certs.ts';
 
 const on = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
@@ -36,7 +36,51 @@ describe('checkOtlpTracesSettings', () => {
       [{ OTEL_TRACES_SAMPLER: 'jaeger_remote' }, /OTEL_TRACES_SAMPLER: "jaeger_remote" is not one of always_on/],
       [{ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '5%' }, /OTEL_TRACES_SAMPLER_ARG: "5%" is not a ratio from 0 to 1/],
       [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://c/v1/traces', OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: '/nonexistent.pem' }, /OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: cannot read "\/nonexistent.pem"/],
+      [{ OTEL_BSP_SCHEDULE_DELAY: '1s' }, /OTEL_BSP_SCHEDULE_DELAY: "1s" is not a whole number of milliseconds/],
+      [{ OTEL_BSP_EXPORT_TIMEOUT: '0' }, /OTEL_BSP_EXPORT_TIMEOUT: "0" is not a whole number of milliseconds of at least 1/],
+      [{ OTEL_BSP_MAX_QUEUE_SIZE: '-5' }, /OTEL_BSP_MAX_QUEUE_SIZE: "-5" is not a whole number of spans/],
+      [{ OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '4096' }, /OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 4096 is more than the queue holds \(OTEL_BSP_MAX_QUEUE_SIZE: 2048, its default\)/],
+      [{ OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '200' }, /OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 200 is more than the queue holds \(OTEL_BSP_MAX_QUEUE_SIZE: 100\)/],
+      [{ OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: 'many' }, /OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: "many" is not a whole number of items/],
     ];
     for (const [env, message] of bad) assert.throws(() => checkOtlpTracesSettings({ ...on, ...env }), message);
+  });
+});
+
+describe('tracesSdkSettings', () => {
+  it('gives the SDK the specification\'s defaults when nothing is set: parentbased_always_on, the SDK\'s own batch and limits', () => {
+    assert.deepEqual(tracesSdkSettings({}), { sampler: 'parentbased_always_on', ratio: 1, batch: {}, spanLimits: {} });
+  });
+
+  it('reads the sampler, its ratio, the batch processor and the span limits, the span-specific limit before the general one', () => {
+    assert.deepEqual(
+      tracesSdkSettings({
+        OTEL_TRACES_SAMPLER: ' ParentBased_TraceIdRatio ',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+        OTEL_BSP_SCHEDULE_DELAY: '0',
+        OTEL_BSP_EXPORT_TIMEOUT: '10000',
+        OTEL_BSP_MAX_QUEUE_SIZE: '4096',
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '1024',
+        OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT: '256',
+        OTEL_ATTRIBUTE_COUNT_LIMIT: '64',
+        OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: '32',
+        OTEL_SPAN_EVENT_COUNT_LIMIT: '8',
+        OTEL_SPAN_LINK_COUNT_LIMIT: '4',
+        OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT: '2',
+        OTEL_LINK_ATTRIBUTE_COUNT_LIMIT: '1',
+      }),
+      {
+        sampler: 'parentbased_traceidratio',
+        ratio: 0.25,
+        batch: { scheduledDelayMillis: 0, exportTimeoutMillis: 10000, maxQueueSize: 4096, maxExportBatchSize: 1024 },
+        spanLimits: { attributeValueLengthLimit: 256, attributeCountLimit: 32, eventCountLimit: 8, linkCountLimit: 4, attributePerEventCountLimit: 2, attributePerLinkCountLimit: 1 },
+      },
+    );
+  });
+
+  it('reads the ratio only for a ratio sampler, where it defaults to 1', () => {
+    assert.deepEqual(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'always_off', OTEL_TRACES_SAMPLER_ARG: 'ignored' }).sampler, 'always_off');
+    assert.equal(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'traceidratio' }).ratio, 1);
+    assert.equal(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }).ratio, 0);
   });
 });
