@@ -2,7 +2,7 @@
 // nghttpd endpoints, the same h2load shapes, the two bundles taking turns in
 // each round, so that a change's effect is read beside its own baseline rather
 // than across runs hours apart (the machine drifts more than most changes move).
-// Each bundle runs as bin/rpcscope runs it (node --max-semi-space-size=4 --single-threaded-gc),
+// Each bundle runs as bin/rpcscope runs it (node --max-semi-space-size=4),
 // pinned to core 0, h2load on core 1, as an outbound sidecar balancing gRPC
 // unary 256 B calls round robin: saturation (c16 m10), 2,000 calls/s over 8
 // connections one call at a time, and c=1, each after a warm-up of its shape.

@@ -5,7 +5,7 @@ import net from 'node:net';
 import { cpus } from 'node:os';
 
 /** The Node options sidecar/bin/rpcscope gives before the bundle: for the benchmarks that run a bundle with node directly, as the launcher runs it. */
-export const LAUNCHER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=4', '--single-threaded-gc'];
+export const LAUNCHER_NODE_OPTIONS: readonly string[] = ['--max-semi-space-size=4'];
 
 /** Clock ticks per second of /proc/<pid>/stat's times: 100 on every Linux this runs on (getconf CLK_TCK). */
 const CLK_TCK = 100;
