@@ -36,7 +36,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 const SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 export type SamplerName = (typeof SAMPLERS)[number];
 
-/** The batch processor's bounds the specification gives by default: a batch may not be larger than the queue. */
+/** The batch processor's queue when OTEL_BSP_MAX_QUEUE_SIZE is unset (the specification's default): no batch may be larger. */
 const DEFAULT_MAX_QUEUE_SIZE = 2048;
 
 /** What the tracing SDK is built with, from the environment (the table above); unset options keep the SDK's defaults. */
