@@ -79,7 +79,7 @@ describe('tracesSdkSettings', () => {
   });
 
   it('reads the ratio only for a ratio sampler, where it defaults to 1', () => {
-    assert.deepEqual(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'always_off', OTEL_TRACES_SAMPLER_ARG: 'ignored' }).sampler, 'always_off');
+    assert.equal(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'always_off', OTEL_TRACES_SAMPLER_ARG: 'ignored' }).sampler, 'always_off');
     assert.equal(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'traceidratio' }).ratio, 1);
     assert.equal(tracesSdkSettings({ OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' }).ratio, 0);
   });
