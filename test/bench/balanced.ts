@@ -16,6 +16,18 @@
 // time (c=1), whose median latency less the direct one is the latency the
 // proxy adds. Each load follows an unmeasured warm-up of the same shape.
 //
+// Every peer of a round comes up at the round's start. Each runs its saturation
+// and spread loads alone, one peer after another; then the peers take turns at
+// c=1 in cycles, one window of calls each a cycle (the direct path among them),
+// the order turning from cycle to cycle. A c=1 p50 moves with the machine from
+// one second to the next by more than the proxies differ (this VM has seconds
+// when every path, the direct one too, runs 20–40 µs a call slower), so a proxy
+// measured in one window, minutes from nginx's, reads above or below it by
+// where those seconds fell. Read in cycles a few seconds long, a window's added
+// latency is its p50 less the direct p50 of its own cycle, and each proxy's
+// figure is the median over its windows; the table also counts the cycles in
+// which the proxy added no more than nginx did.
+//
 // The skew: how the proxy spread each load over the endpoints, counted outside
 // the proxies, by what each nghttpd process wrote during the load: wchar of
 // /proc/<pid>/io, read before and after. Every answer of the workload is the
@@ -26,16 +38,17 @@
 // makes its endpoints write more per call). Skew is max/mean of the three
 // endpoints' bytes (1: even, 3: one endpoint took everything). The calls per
 // endpoint shown beside it are an estimate: the load's calls shared out in
-// proportion to those bytes.
+// proportion to those bytes; at c=1, those of the window whose skew is the median.
 //
 // Prints Markdown tables and writes JSON and Markdown under test/bench/results/.
 // Figures to compare, not assertions.
 //
 //   node --import tsx test/bench/balanced.ts [--rounds 3] [--calls 20000] [--rate 2000]
 //       [--quick] [--only balanced,terminate,pipe,nginx,haproxy,nghttpx] [--no-pin] [--warm-seconds 10]
-//       [--node 20|24|both]
+//       [--node 20|24|both] [--c1-cycles 4]
 //
-// --quick: 5,000 calls at saturation, 2 s of the spread load, one round, 1 s of warm-up.
+// --quick: 5,000 calls at saturation, 2 s of the spread load, one round, 1 s of warm-up, one c=1 cycle.
+// --c1-cycles: the c=1 cycles a round (4 unless --quick).
 // --warm-seconds: how long the spread load runs unmeasured before it is measured.
 // --only: the peers to run (direct always runs: it is the latency base and the bytes per call).
 // --node: the Node the rpcscope rows and the byte pipe run on: 24 (the default),
@@ -55,7 +68,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeSelfSignedCert } from '../../sidecar/test/support/certs.ts';
 import { bytesWritten, checkpoint, cpuSeconds, interruptAtCheckpoints, Interrupted, interrupted, loadAverage, machine } from './bench-stats.ts';
-import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample } from './bench-report.ts';
+import { balancedCpuTable, balancedSkewTable, rowName, summarizeBalanced, type BalancedPhase, type BalancedSample, type SerialWindow } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { benchNodes } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
@@ -89,10 +102,12 @@ const SPREAD_SECONDS = QUICK ? 2 : 5;
 const WARM_SECONDS = Number(value('--warm-seconds') ?? (QUICK ? 1 : 10));
 const SERIAL_WARM_CALLS = 500;
 const SERIAL = ['-c', '1', '-m', '1'];
+/** c=1 windows each peer takes a round, one a cycle (--c1-cycles). */
+const C1_CYCLES = Number(value('--c1-cycles') ?? (QUICK ? 1 : 4));
 const ENDPOINTS = 3;
 const NODES = value('--node') ?? '24';
 
-for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS]] as const) {
+for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS], ['--c1-cycles', C1_CYCLES]] as const) {
   if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer, got ${value(name)}`);
 }
 
@@ -166,30 +181,53 @@ const command = `node --import tsx test/bench/balanced.ts ${args.join(' ')}`.tri
 interruptAtCheckpoints();
 try {
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const p of peers) {
-      await checkpoint();
-      const t = await started(p);
-      if (!t) continue;
-      process.stderr.write(`round ${round}: ${rowName(p.name, p.node ?? '')}\n`);
-      try {
-        // Each load is measured after a warm-up of its own shape (the JIT, the connections to every endpoint).
-        warm(t, w.saturation, Math.ceil(CALLS / 4));
+    // Every peer comes up fresh for the round; each runs its saturation and spread loads alone, one peer after another.
+    const up: { peer: Peer; target: Target; saturation?: BalancedPhase; spread?: BalancedPhase; serial: SerialWindow[] }[] = [];
+    try {
+      for (const p of peers) {
         await checkpoint();
-        const saturation = measure(t, w.saturation, CALLS);
-        await checkpoint();
-        warm(t, w.spread, RATE * WARM_SECONDS);
-        await checkpoint();
-        const spread = measure(t, w.spread, Math.min(CALLS, RATE * SPREAD_SECONDS));
-        await checkpoint();
-        warm(t, SERIAL, SERIAL_WARM_CALLS);
-        await checkpoint();
-        const serial = measure(t, SERIAL, w.serialCalls);
-        samples.push({ target: p.name, node: p.node ?? '', round, saturation, spread, serial });
-      } catch (err) {
-        if (err instanceof Interrupted) throw err;
-        errors.push(`${rowName(p.name, p.node ?? '')}: ${(err as Error).message.split('\n')[0]}`);
-      } finally {
-        await t.stop();
+        const t = await started(p);
+        if (t) up.push({ peer: p, target: t, serial: [] });
+      }
+      for (const u of up) {
+        const { peer: p, target: t } = u;
+        process.stderr.write(`round ${round}: ${rowName(p.name, p.node ?? '')}\n`);
+        try {
+          // Each load is measured after a warm-up of its own shape (the JIT, the connections to every endpoint).
+          warm(t, w.saturation, Math.ceil(CALLS / 4));
+          await checkpoint();
+          u.saturation = measure(t, w.saturation, CALLS);
+          await checkpoint();
+          warm(t, w.spread, RATE * WARM_SECONDS);
+          await checkpoint();
+          u.spread = measure(t, w.spread, Math.min(CALLS, RATE * SPREAD_SECONDS));
+          await checkpoint();
+          warm(t, SERIAL, SERIAL_WARM_CALLS);
+        } catch (err) {
+          if (err instanceof Interrupted) throw err;
+          errors.push(`${rowName(p.name, p.node ?? '')}: ${(err as Error).message.split('\n')[0]}`);
+        }
+      }
+      // c=1: the peers take turns, one window each a cycle, the order turning cycle by cycle.
+      const ready = up.filter((u) => u.spread !== undefined);
+      process.stderr.write(`round ${round}: c=1, ${C1_CYCLES} cycles\n`);
+      for (let c = 0; c < C1_CYCLES; c++) {
+        const cycle = (round - 1) * C1_CYCLES + c + 1;
+        const shift = (cycle - 1) % Math.max(1, ready.length);
+        for (const u of [...ready.slice(shift), ...ready.slice(0, shift)]) {
+          await checkpoint();
+          try {
+            u.serial.push({ ...measure(u.target, SERIAL, w.serialCalls), cycle });
+          } catch (err) {
+            if (err instanceof Interrupted) throw err;
+            errors.push(`${rowName(u.peer.name, u.peer.node ?? '')}, c=1 cycle ${cycle}: ${(err as Error).message.split('\n')[0]}`);
+          }
+        }
+      }
+    } finally {
+      for (const u of up) {
+        if (u.saturation && u.spread && u.serial.length > 0) samples.push({ target: u.peer.name, node: u.peer.node ?? '', round, saturation: u.saturation, spread: u.spread, serial: u.serial });
+        await u.target.stop();
       }
     }
     report(true);
@@ -212,7 +250,7 @@ function report(partial = false): void {
     '',
     `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; Node ${node} for the rpcscope rows; ` +
       `${PROXY_CORE === undefined ? 'nothing pinned' : `proxies on core ${PROXY_CORE}, h2load on core ${LOAD_CORE}, the three nghttpd endpoints unpinned`}; ` +
-      `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10), ${RATE} calls/s over 8 connections one call at a time, ${w.serialCalls} calls at c=1 for the added p50 (over direct to one endpoint), each load after an unmeasured warm-up of its own shape (${Math.ceil(CALLS / 4)} calls at saturation, ${WARM_SECONDS} s of the spread load, ${SERIAL_WARM_CALLS} calls at c=1). ` +
+      `${ROUNDS === 1 ? 'one round' : `medians of ${ROUNDS} rounds`}, ${CALLS} calls at saturation (c16 m10), ${RATE} calls/s over 8 connections one call at a time, c=1 in ${C1_CYCLES} cycle${C1_CYCLES === 1 ? '' : 's'} a round of one ${w.serialCalls}-call window for each peer, the direct path among them, the order turning cycle by cycle (the added p50: each window's p50 less the direct p50 of its cycle, median over the windows; cycles at or under nginx: the proxy's added p50 against nginx's in the same cycle), each load after an unmeasured warm-up of its own shape (${Math.ceil(CALLS / 4)} calls at saturation, ${WARM_SECONDS} s of the spread load, ${SERIAL_WARM_CALLS} calls at c=1). ` +
       `CPU per call is the proxy process's utime + stime (10 ms ticks) over the calls; ×nginx is the row's figure over nginx's. ` +
       `Skew: max/mean of what each nghttpd wrote during the load (wchar of /proc/<pid>/io, proportional to the calls it answered); calls per endpoint: the load's calls shared out in proportion to those bytes. ` +
       `Load average ${loadAtStart} at the start, ${loadAverage()} at the end${Math.max(loadAtStart, loadAverage()) > m.cores ? ': other work shared the cores, so the figures are noisy' : ''}.`,
@@ -233,7 +271,7 @@ function report(partial = false): void {
         command,
         node,
         loadAverage: { start: loadAtStart, end: loadAverage() },
-        settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, warmSeconds: WARM_SECONDS, serialWarmCalls: SERIAL_WARM_CALLS, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, endpoints: ENDPOINTS, spreadSeconds: SPREAD_SECONDS, serialCalls: w.serialCalls },
+        settings: { rounds: ROUNDS, calls: CALLS, rate: RATE, warmSeconds: WARM_SECONDS, serialWarmCalls: SERIAL_WARM_CALLS, proxyCore: PROXY_CORE, loadCore: LOAD_CORE, endpoints: ENDPOINTS, spreadSeconds: SPREAD_SECONDS, serialCalls: w.serialCalls, c1Cycles: C1_CYCLES },
         workload: { id: w.id, path: w.path, saturation: w.saturation, spread: w.spread },
         summary,
         skipped: Object.fromEntries(skipped),

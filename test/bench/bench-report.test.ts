@@ -81,10 +81,16 @@ test('the tables name Node rows by version and show a dash for what was not meas
   assert.equal(rssTable(1000, [{ target: 'nginx', node: '', idleMiB: 5.4, peakMiB: 16.6, h1PeakMiB: 21.2, failed: 0 }]).split('\n')[4], '| nginx | 5 | 17 | 21 | 0 |');
 });
 
-/** A balanced sample: `bytes` per endpoint at every load, 300 calls per load. */
+/** A balanced sample: `bytes` per endpoint at every load, 300 calls per load, and one c=1 window, in the cycle numbered as the round. */
 const balanced = (target: string, round: number, cpu: number, p50: number, bytes: number[]): BalancedSample => {
   const p = (c: number) => ({ ...phase(c, p50), ok: 300, endpointBytes: bytes });
-  return { target, node: '', round, saturation: p(cpu), spread: p(cpu * 2), serial: p(cpu * 3) };
+  return { target, node: '', round, saturation: p(cpu), spread: p(cpu * 2), serial: [{ ...p(cpu * 3), cycle: round }] };
+};
+
+/** A balanced sample whose c=1 windows have these p50s, in cycles numbered from `first`. */
+const windows = (target: string, round: number, first: number, p50s: number[]): BalancedSample => {
+  const s = balanced(target, round, 10, 0, [100, 100, 100]);
+  return { ...s, serial: p50s.map((p50, i) => ({ ...phase(30, p50), ok: 300, endpointBytes: [100, 100, 100], cycle: first + i })) };
 };
 
 test('callsPerEndpoint shares a load\'s calls out in proportion to the bytes each endpoint wrote', () => {
@@ -95,6 +101,8 @@ test('callsPerEndpoint shares a load\'s calls out in proportion to the bytes eac
 test('summarizeBalanced takes medians over rounds, the skew of each load, the split of the median round, and divides by nginx', () => {
   const rows = summarizeBalanced([
     balanced('direct', 1, NaN, 100, [900, 0, 0]),
+    balanced('direct', 2, NaN, 100, [900, 0, 0]),
+    balanced('direct', 3, NaN, 100, [900, 0, 0]),
     balanced('nginx', 1, 40, 150, [300, 300, 300]),
     balanced('rpcscope balanced relay', 1, 80, 200, [400, 300, 200]),
     balanced('rpcscope balanced relay', 2, 100, 220, [600, 200, 100]),
@@ -117,11 +125,34 @@ test('summarizeBalanced takes medians over rounds, the skew of each load, the sp
   assert.equal(relay.bytesPerCall.saturation, 3);
 });
 
+test('at c=1 each window is read over the direct path of its own cycle, and set against nginx cycle by cycle', () => {
+  // Cycle 2 ran slow for everyone (the direct path too); the relay's window of cycle 4 has no direct window and is left out.
+  const rows = summarizeBalanced([
+    windows('direct', 1, 1, [60, 90]),
+    windows('direct', 2, 3, [62]),
+    windows('nginx', 1, 1, [130, 160]),
+    windows('nginx', 2, 3, [120]),
+    windows('rpcscope balanced relay', 1, 1, [120, 150]),
+    windows('rpcscope balanced relay', 2, 3, [125, 400]),
+  ]);
+  const by = (t: string) => rows.find((r) => r.target === t)!;
+  // nginx adds 70, 70 and 58; the relay 60, 60 and 63.
+  assert.equal(by('nginx').addedP50Us, 70);
+  const relay = by('rpcscope balanced relay');
+  assert.equal(relay.addedP50Us, 60);
+  assert.equal(relay.vsNginx.addedP50, 60 / 70);
+  assert.deepEqual(relay.serialAtOrUnder, { at: 2, of: 3 });
+  assert.equal(relay.serialP50Us, 137.5);
+  assert.deepEqual(by('nginx').serialAtOrUnder, { at: 0, of: 0 });
+  assert.equal(by('direct').addedP50Us, 0);
+  assert.match(balancedCpuTable('gRPC', 2000, rows).split('\n')[6]!, /\| 60 \| 0\.86× \| 2 of 3 \| 0 \|$/);
+});
+
 test('the balanced tables show CPU against nginx, and the skew and split of every proxy, leaving direct out of the skew', () => {
   const rows = summarizeBalanced([balanced('direct', 1, NaN, 100, [900, 0, 0]), balanced('nginx', 1, 40, 150, [450, 300, 150])]);
   const cpu = balancedCpuTable('gRPC', 2000, rows).split('\n');
-  assert.equal(cpu[4], '| direct | 1000 | – | – | – | – | 100 | 0 | – | 0 |');
-  assert.equal(cpu[5], '| nginx | 1000 | 40.0 | 1.00× | 80.0 | 1.00× | 150 | 50 | 1.00× | 0 |');
+  assert.equal(cpu[4], '| direct | 1000 | – | – | – | – | 100 | 0 | – | – | 0 |');
+  assert.equal(cpu[5], '| nginx | 1000 | 40.0 | 1.00× | 80.0 | 1.00× | 150 | 50 | 1.00× | – | 0 |');
   const skews = balancedSkewTable(2000, rows).split('\n');
   assert.equal(skews.length, 5);
   assert.equal(skews[4], '| nginx | 1.500 | 150 / 100 / 50 | 1.500 | 150 / 100 / 50 | 1.500 | 150 / 100 / 50 |');

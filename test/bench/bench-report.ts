@@ -178,6 +178,17 @@ export interface BalancedPhase extends Phase {
 export const BALANCED_LOADS = ['saturation', 'spread', 'serial'] as const;
 export type BalancedLoad = (typeof BALANCED_LOADS)[number];
 
+/**
+ * One c=1 window of the balanced benchmark: every peer (the direct path among
+ * them) takes one window in each cycle, one after another, so a cycle's windows
+ * are seconds apart and what a proxy adds is read over the direct path's p50 of
+ * its own cycle.
+ */
+export interface SerialWindow extends BalancedPhase {
+  /** The cycle the window belongs to, numbered across the run. */
+  cycle: number;
+}
+
 /** One peer in one round of the balanced benchmark. */
 export interface BalancedSample {
   target: string;
@@ -185,7 +196,8 @@ export interface BalancedSample {
   round: number;
   saturation: BalancedPhase;
   spread: BalancedPhase;
-  serial: BalancedPhase;
+  /** The round's c=1 windows, one a cycle. */
+  serial: SerialWindow[];
 }
 
 export interface BalancedSummary {
@@ -195,16 +207,19 @@ export interface BalancedSummary {
   saturationCpuUs: number;
   spreadRps: number;
   spreadCpuUs: number;
+  /** Median of the c=1 windows' p50s. */
   serialP50Us: number;
-  /** c=1 median latency less the direct path's (one endpoint, no proxy). */
+  /** The latency the proxy adds at c=1: the median over its windows of the window's p50 less the direct path's p50 of the same cycle (one endpoint, no proxy). */
   addedP50Us: number;
+  /** The cycles whose added p50 was at or under nginx's of the same cycle, of the cycles both were measured in (0 of 0 for direct and nginx). */
+  serialAtOrUnder: { at: number; of: number };
   failed: number;
   vsNginx: { saturationCpu: number; spreadCpu: number; addedP50: number };
-  /** Per load, what the endpoints wrote per call all together: the answer plus the proxy's connections' own frames (median over rounds). */
+  /** Per load, what the endpoints wrote per call all together: the answer plus the proxy's connections' own frames (median over rounds, or c=1 windows). */
   bytesPerCall: Record<BalancedLoad, number>;
-  /** Per load, the median skew over rounds (NaN for direct, which has one endpoint). */
+  /** Per load, the median skew over rounds, or c=1 windows (NaN for direct, which has one endpoint). */
   skew: Record<BalancedLoad, number>;
-  /** Per load, the calls per endpoint of the round whose skew is the median (the lower middle for an even count). */
+  /** Per load, the calls per endpoint of the round (or c=1 window) whose skew is the median (the lower middle for an even count). */
   callsPerEndpoint: Record<BalancedLoad, number[]>;
 }
 
@@ -216,32 +231,53 @@ export function callsPerEndpoint(p: BalancedPhase): number[] {
   return p.endpointBytes.map((b) => (total > 0 ? ((p.ok + p.failed) * b) / total : NaN));
 }
 
-/** Medians over rounds per peer, the added latency over direct, ratios against nginx, and each load's skew. */
+/** A sample's measured phases of load `l`: one a round, or the round's c=1 windows. */
+function phasesOf(s: BalancedSample, l: BalancedLoad): readonly BalancedPhase[] {
+  return l === 'serial' ? s.serial : [s[l]];
+}
+
+/**
+ * Medians over rounds per peer, ratios against nginx, and each load's skew. At
+ * c=1 the figures are the windows': each window's added latency is its p50 less
+ * the direct path's p50 in the same cycle, so seconds when the whole machine ran
+ * slow move the base with the proxy rather than land on one proxy's figure.
+ */
 export function summarizeBalanced(samples: readonly BalancedSample[]): BalancedSummary[] {
   const keys = [...new Map(samples.map((s) => [`${s.target}\0${s.node}`, s])).values()];
   const perLoad = <T>(f: (l: BalancedLoad) => T): Record<BalancedLoad, T> => Object.fromEntries(BALANCED_LOADS.map((l) => [l, f(l)])) as Record<BalancedLoad, T>;
+  const directOf = new Map(samples.filter((s) => s.target === DIRECT).flatMap((s) => s.serial.map((w) => [w.cycle, w.p50Us] as const)));
+  /** A peer's c=1 windows as the latency each adds, by cycle (windows of a cycle without a direct window are left out). */
+  const addedByCycle = (rs: readonly BalancedSample[]): Map<number, number> =>
+    new Map(rs.flatMap((s) => s.serial.filter((w) => directOf.has(w.cycle)).map((w) => [w.cycle, w.p50Us - directOf.get(w.cycle)!] as const)));
+  const nginxAdded = addedByCycle(samples.filter((s) => s.target === NGINX));
   const base = keys.map((k) => {
     const rs = samples.filter((s) => s.target === k.target && s.node === k.node);
-    const m = (f: (s: BalancedSample) => number): number => median(rs.map(f));
-    const medianRound = (l: BalancedLoad): BalancedSample => [...rs].sort((a, b) => skew(a[l].endpointBytes) - skew(b[l].endpointBytes))[Math.floor((rs.length - 1) / 2)]!;
+    const phases = (l: BalancedLoad): BalancedPhase[] => rs.flatMap((s) => phasesOf(s, l));
+    const m = (l: BalancedLoad, f: (p: BalancedPhase) => number): number => median(phases(l).map(f));
+    const medianPhase = (l: BalancedLoad): BalancedPhase => {
+      const bySkew = phases(l).sort((a, b) => skew(a.endpointBytes) - skew(b.endpointBytes));
+      return bySkew[Math.floor((bySkew.length - 1) / 2)]!;
+    };
+    const added = addedByCycle(rs);
+    const paired = k.target === DIRECT || k.target === NGINX ? [] : [...added].filter(([cycle]) => nginxAdded.has(cycle));
     return {
       target: k.target,
       node: k.node,
-      saturationRps: m((s) => s.saturation.rps),
-      saturationCpuUs: m((s) => s.saturation.cpuUsPerCall),
-      spreadRps: m((s) => s.spread.rps),
-      spreadCpuUs: m((s) => s.spread.cpuUsPerCall),
-      serialP50Us: m((s) => s.serial.p50Us),
-      failed: sum(rs.map((s) => sum(BALANCED_LOADS.map((l) => s[l].failed)))),
-      bytesPerCall: perLoad((l) => m((s) => sum(s[l].endpointBytes) / (s[l].ok + s[l].failed))),
-      skew: perLoad((l) => (k.target === DIRECT ? NaN : m((s) => skew(s[l].endpointBytes)))),
-      callsPerEndpoint: perLoad((l) => callsPerEndpoint(medianRound(l)[l])),
+      saturationRps: m('saturation', (p) => p.rps),
+      saturationCpuUs: m('saturation', (p) => p.cpuUsPerCall),
+      spreadRps: m('spread', (p) => p.rps),
+      spreadCpuUs: m('spread', (p) => p.cpuUsPerCall),
+      serialP50Us: m('serial', (p) => p.p50Us),
+      addedP50Us: k.target === DIRECT ? 0 : median([...added.values()]),
+      serialAtOrUnder: { at: paired.filter(([cycle, a]) => a <= nginxAdded.get(cycle)!).length, of: paired.length },
+      failed: sum(BALANCED_LOADS.map((l) => sum(phases(l).map((p) => p.failed)))),
+      bytesPerCall: perLoad((l) => m(l, (p) => sum(p.endpointBytes) / (p.ok + p.failed))),
+      skew: perLoad((l) => (k.target === DIRECT ? NaN : m(l, (p) => skew(p.endpointBytes)))),
+      callsPerEndpoint: perLoad((l) => callsPerEndpoint(medianPhase(l))),
     };
   });
-  const directP50 = base.find((b) => b.target === DIRECT)?.serialP50Us ?? NaN;
-  const withAdded = base.map((b) => ({ ...b, addedP50Us: b.target === DIRECT ? 0 : b.serialP50Us - directP50 }));
-  const n = withAdded.find((x) => x.target === NGINX);
-  return withAdded.map((b) => {
+  const n = base.find((x) => x.target === NGINX);
+  return base.map((b) => {
     // The direct path is the baseline, not a proxy: it gets no ratio.
     const vs = (x: number, base: number | undefined): number => (b.target === DIRECT ? NaN : ratio(x, base ?? NaN));
     return { ...b, vsNginx: { saturationCpu: vs(b.saturationCpuUs, n?.saturationCpuUs), spreadCpu: vs(b.spreadCpuUs, n?.spreadCpuUs), addedP50: vs(b.addedP50Us, n?.addedP50Us) } };
@@ -253,11 +289,11 @@ export function balancedCpuTable(title: string, rate: number, rows: readonly Bal
   return [
     `#### ${title}`,
     '',
-    `| | saturation calls/s | CPU µs/call | ×nginx | ${rate}/s over 8 conn., 1 call each: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | failed |`,
-    '|---|---|---|---|---|---|---|---|---|---|',
+    `| | saturation calls/s | CPU µs/call | ×nginx | ${rate}/s over 8 conn., 1 call each: CPU µs/call | ×nginx | c=1 p50 µs | added p50 µs | ×nginx | c=1 cycles at or under nginx | failed |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map(
       (s) =>
-        `| ${rowName(s.target, s.node)} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${times(s.vsNginx.saturationCpu)} | ${f1(s.spreadCpuUs)} | ${times(s.vsNginx.spreadCpu)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${times(s.vsNginx.addedP50)} | ${s.failed} |`,
+        `| ${rowName(s.target, s.node)} | ${f0(s.saturationRps)} | ${f1(s.saturationCpuUs)} | ${times(s.vsNginx.saturationCpu)} | ${f1(s.spreadCpuUs)} | ${times(s.vsNginx.spreadCpu)} | ${f0(s.serialP50Us)} | ${f0(s.addedP50Us)} | ${times(s.vsNginx.addedP50)} | ${s.serialAtOrUnder.of > 0 ? `${s.serialAtOrUnder.at} of ${s.serialAtOrUnder.of}` : '–'} | ${s.failed} |`,
     ),
   ].join('\n');
 }
