@@ -211,7 +211,7 @@ export interface BalancedSummary {
   serialP50Us: number;
   /** The latency the proxy adds at c=1: the median over its windows of the window's p50 less the direct path's p50 of the same cycle (one endpoint, no proxy). */
   addedP50Us: number;
-  /** The cycles whose added p50 was at or under nginx's of the same cycle, of the cycles both were measured in (0 of 0 for direct and nginx). */
+  /** The cycles whose added p50 was at or under nginx's of the same cycle, of the cycles both were measured in (0 of 0 for direct and nginx; summarizePaired). */
   serialAtOrUnder: { at: number; of: number };
   failed: number;
   vsNginx: { saturationCpu: number; spreadCpu: number; addedP50: number };
@@ -245,11 +245,9 @@ function phasesOf(s: BalancedSample, l: BalancedLoad): readonly BalancedPhase[] 
 export function summarizeBalanced(samples: readonly BalancedSample[]): BalancedSummary[] {
   const keys = [...new Map(samples.map((s) => [`${s.target}\0${s.node}`, s])).values()];
   const perLoad = <T>(f: (l: BalancedLoad) => T): Record<BalancedLoad, T> => Object.fromEntries(BALANCED_LOADS.map((l) => [l, f(l)])) as Record<BalancedLoad, T>;
-  const directOf = new Map(samples.filter((s) => s.target === DIRECT).flatMap((s) => s.serial.map((w) => [w.cycle, w.p50Us] as const)));
-  /** A peer's c=1 windows as the latency each adds, by cycle (windows of a cycle without a direct window are left out). */
-  const addedByCycle = (rs: readonly BalancedSample[]): Map<number, number> =>
-    new Map(rs.flatMap((s) => s.serial.filter((w) => directOf.has(w.cycle)).map((w) => [w.cycle, w.p50Us - directOf.get(w.cycle)!] as const)));
-  const nginxAdded = addedByCycle(samples.filter((s) => s.target === NGINX));
+  // The c=1 windows read as paired-rate.ts reads its rounds: each cycle's windows taken close together.
+  const windows: PairedWindow[] = samples.flatMap((s) => s.serial.map((w) => ({ target: s.target, node: s.node, round: w.cycle, value: w.p50Us, failed: w.failed })));
+  const serial = summarizePaired(addedOverDirect(windows, DIRECT));
   const base = keys.map((k) => {
     const rs = samples.filter((s) => s.target === k.target && s.node === k.node);
     const phases = (l: BalancedLoad): BalancedPhase[] => rs.flatMap((s) => phasesOf(s, l));
@@ -258,8 +256,7 @@ export function summarizeBalanced(samples: readonly BalancedSample[]): BalancedS
       const bySkew = phases(l).sort((a, b) => skew(a.endpointBytes) - skew(b.endpointBytes));
       return bySkew[Math.floor((bySkew.length - 1) / 2)]!;
     };
-    const added = addedByCycle(rs);
-    const paired = k.target === DIRECT || k.target === NGINX ? [] : [...added].filter(([cycle]) => nginxAdded.has(cycle));
+    const added = serial.find((r) => r.target === k.target && r.node === k.node);
     return {
       target: k.target,
       node: k.node,
@@ -268,8 +265,8 @@ export function summarizeBalanced(samples: readonly BalancedSample[]): BalancedS
       spreadRps: m('spread', (p) => p.rps),
       spreadCpuUs: m('spread', (p) => p.cpuUsPerCall),
       serialP50Us: m('serial', (p) => p.p50Us),
-      addedP50Us: k.target === DIRECT ? 0 : median([...added.values()]),
-      serialAtOrUnder: { at: paired.filter(([cycle, a]) => a <= nginxAdded.get(cycle)!).length, of: paired.length },
+      addedP50Us: k.target === DIRECT ? 0 : (added?.value ?? NaN),
+      serialAtOrUnder: { at: added?.atOrUnder ?? 0, of: added?.ratios.length ?? 0 },
       failed: sum(BALANCED_LOADS.map((l) => sum(phases(l).map((p) => p.failed)))),
       bytesPerCall: perLoad((l) => m(l, (p) => sum(p.endpointBytes) / (p.ok + p.failed))),
       skew: perLoad((l) => (k.target === DIRECT ? NaN : m(l, (p) => skew(p.endpointBytes)))),
