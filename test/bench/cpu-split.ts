@@ -14,11 +14,15 @@
 // symbols below them say where to look next. perf's own overhead is in every
 // row alike (a sample every 250 µs at the default 4,000 Hz).
 //
-//   node --import tsx test/bench/cpu-split.ts [--shape rate|saturation] [--calls 20000]
+//   node --import tsx test/bench/cpu-split.ts [--shape rate|saturation|c1] [--calls 20000]
 //       [--only balanced,pipe,nginx,haproxy,nghttpx] [--node 20|24|both] [--frequency 4000]
 //
 // --shape rate: 2,000 calls/s over 8 connections, one call at a time on each
-// (the everyday shape, after 10 s of it unmeasured); saturation: h2load -c 16 -m 10.
+// (the everyday shape, after 10 s of it unmeasured); saturation: h2load -c 16 -m 10;
+// c1: one call at a time on one connection, after 10 s of the fixed rate and
+// 3,000 calls at c=1 unmeasured (balanced.ts's order), with h2load's p50 under
+// the trace beside each row. At c=1 the endpoint runs on the proxy's core, so
+// every µs here is on the call's way but what follows the answer's write.
 // Needs perf (Debian linux-perf) and the right to trace the proxies (root, or
 // kernel.perf_event_paranoid ≤ 1). Prints Markdown and writes it under test/bench/results/.
 import { spawn, spawnSync } from 'node:child_process';
@@ -45,7 +49,7 @@ const RATE = 2000;
 /** Unmeasured calls of the measured shape first: 10 s of the fixed rate (the JIT settles on the paths a quiet load takes), or as many at saturation. */
 const WARM_CALLS = RATE * 10;
 
-if (SHAPE !== 'rate' && SHAPE !== 'saturation') throw new Error(`--shape must be rate or saturation, got ${SHAPE}`);
+if (SHAPE !== 'rate' && SHAPE !== 'saturation' && SHAPE !== 'c1') throw new Error(`--shape must be rate, saturation or c1, got ${SHAPE}`);
 for (const [name, v] of [['--calls', CALLS], ['--frequency', FREQUENCY]] as const) {
   if (!Number.isInteger(v) || v < 100) throw new Error(`${name} must be an integer of at least 100, got ${value(name)}`);
 }
@@ -59,7 +63,10 @@ const cert = makeSelfSignedCert();
 const ctx = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: '0' };
 const files = writeFiles(work);
 const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
-const shape = SHAPE === 'rate' ? w.spread : w.saturation;
+const C1 = ['-c', '1', '-m', '1'];
+const shape = SHAPE === 'rate' ? w.spread : SHAPE === 'c1' ? C1 : w.saturation;
+/** c=1 is warmed as balanced.ts reaches it: after the fixed rate, a few thousand calls of its own. */
+const C1_WARM_CALLS = 3000;
 const { nodes } = benchNodes(value('--node') ?? '24');
 
 /** The peers and the executable perf names their own code by. */
@@ -111,7 +118,8 @@ try {
     }
     try {
       process.stderr.write(`${name}\n`);
-      h2load(t.url + w.path, shape, w.request, WARM_CALLS, '1');
+      h2load(t.url + w.path, SHAPE === 'c1' ? w.spread : shape, w.request, WARM_CALLS, '1');
+      if (SHAPE === 'c1') h2load(t.url + w.path, C1, w.request, C1_WARM_CALLS, '1');
       const data = join(work, `${p.key}-${p.node ?? ''}.perf`);
       const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(FREQUENCY), '-g', '-p', String(t.pid), '-o', data], { stdio: 'ignore' });
       // perf attaches to every thread before the load starts.
@@ -124,6 +132,7 @@ try {
       const children = perfReport(data, ['--children', '--sort', 'sym']);
       rows.push({ name, calls: load.ok + load.failed, frequency: FREQUENCY, split: cpuSplit(self, children, binary) });
       if (load.failed > 0) notes.push(`${name}: ${load.failed} calls failed`);
+      if (SHAPE === 'c1') notes.push(`${name}: h2load p50 ${load.p50Us} µs under the trace`);
     } finally {
       await t.stop();
       if (t.pid) forgetMaps(t.pid);
@@ -134,13 +143,16 @@ try {
 }
 
 const m = machine();
-const what = SHAPE === 'rate' ? '2,000 calls/s over 8 connections, one call at a time on each' : 'saturation (h2load -c 16 -m 10)';
+const what = SHAPE === 'rate' ? '2,000 calls/s over 8 connections, one call at a time on each' : SHAPE === 'c1' ? 'one call at a time on one connection (c=1)' : 'saturation (h2load -c 16 -m 10)';
+const warmed = SHAPE === 'c1' ? `${WARM_CALLS} at the fixed rate and ${C1_WARM_CALLS} at c=1` : String(WARM_CALLS);
 let md = `### Where the CPU per call goes, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n\n`;
-md += `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; gRPC unary 256 B (h2c) through each proxy (core 0) to three nghttpd, round robin; ${what}, ${CALLS} calls measured after ${WARM_CALLS} unmeasured; perf record -e cpu-clock -F ${FREQUENCY} -g on the proxy process (every thread). Buckets are self time and add up to the total; the kernel paths are inclusive and overlap the kernel bucket. Load average ${loadAtStart.toFixed(2)} at the start, ${loadAverage().toFixed(2)} at the end.\n\n`;
+md += `${m.cpu}, ${m.cores} cores, Linux ${m.kernel}; gRPC unary 256 B (h2c) through each proxy (core 0) to three nghttpd, round robin; ${what}, ${CALLS} calls measured after ${warmed} unmeasured; perf record -e cpu-clock -F ${FREQUENCY} -g on the proxy process (every thread). Buckets are self time and add up to the total; the kernel paths are inclusive and overlap the kernel bucket. Load average ${loadAtStart.toFixed(2)} at the start, ${loadAverage().toFixed(2)} at the end.\n\n`;
 md += splitTable(rows) + '\n';
 for (const r of rows) md += topTable(r) + '\n';
 for (const n of notes) md += `- ${n}\n`;
 md += `- command: node --import tsx test/bench/cpu-split.ts ${args.join(' ')}`.trimEnd() + '\n';
+// JavaScript symbols name the bundle by its path: the record names it from the checkout's root, wherever that was.
+md = md.replaceAll(fileURLToPath(new URL('../../', import.meta.url)), '');
 process.stdout.write(md);
 const dir = fileURLToPath(new URL('results/', import.meta.url));
 mkdirSync(dir, { recursive: true });
