@@ -21,8 +21,9 @@
 // (the everyday shape, after 10 s of it unmeasured); saturation: h2load -c 16 -m 10;
 // c1: one call at a time on one connection, after 10 s of the fixed rate and
 // 3,000 calls at c=1 unmeasured (balanced.ts's order), with h2load's p50 under
-// the trace beside each row. At c=1 the endpoint runs on the proxy's core, so
-// every µs here is on the call's way but what follows the answer's write.
+// the trace beside each row. At c=1 the endpoint mostly runs on the proxy's
+// core, so much of this CPU is on the call's way; what a proxy does after the
+// answer's write, while h2load reads it on the other core, is not.
 // Needs perf (Debian linux-perf) and the right to trace the proxies (root, or
 // kernel.perf_event_paranoid ≤ 1). Prints Markdown and writes it under test/bench/results/.
 import { spawn, spawnSync } from 'node:child_process';
