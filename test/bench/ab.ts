@@ -32,7 +32,7 @@ import { median } from './bench-report.ts';
 import { cpuSeconds, freePort, LAUNCHER_NODE_OPTIONS, waitForPort } from './bench-stats.ts';
 import { h2load } from './h2load.ts';
 import { startNghttpd } from './upstreams.ts';
-import { workloads, writeFiles } from './workloads.ts';
+import { ONE_AT_A_TIME, workloads, writeFiles } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -57,7 +57,7 @@ const endpoints = [await startNghttpd(files.docroot), await startNghttpd(files.d
 const SHAPES: Record<string, { shape: readonly string[]; calls: number; warm: number }> = {
   saturation: { shape: w.saturation, calls: 60_000, warm: 10_000 },
   rate: { shape: w.spread, calls: 10_000, warm: 2_000 },
-  c1: { shape: ['-c', '1', '-m', '1'], calls: 5_000, warm: 500 },
+  c1: { shape: ONE_AT_A_TIME, calls: 5_000, warm: 500 },
 };
 
 /** Per bundle, per figure, the rounds' values. */

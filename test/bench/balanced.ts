@@ -73,7 +73,7 @@ import { h2load } from './h2load.ts';
 import { benchNodes } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, type Upstream } from './upstreams.ts';
-import { workloads, writeFiles } from './workloads.ts';
+import { ONE_AT_A_TIME, workloads, writeFiles } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string): boolean => args.includes(name);
@@ -101,7 +101,6 @@ const SPREAD_SECONDS = QUICK ? 2 : 5;
  */
 const WARM_SECONDS = Number(value('--warm-seconds') ?? (QUICK ? 1 : 10));
 const SERIAL_WARM_CALLS = 500;
-const SERIAL = ['-c', '1', '-m', '1'];
 /** c=1 windows each peer takes a round, one a cycle (--c1-cycles). */
 const C1_CYCLES = Number(value('--c1-cycles') ?? (QUICK ? 1 : 4));
 const ENDPOINTS = 3;
@@ -202,7 +201,7 @@ try {
           await checkpoint();
           u.spread = measure(t, w.spread, Math.min(CALLS, RATE * SPREAD_SECONDS));
           await checkpoint();
-          warm(t, SERIAL, SERIAL_WARM_CALLS);
+          warm(t, ONE_AT_A_TIME, SERIAL_WARM_CALLS);
         } catch (err) {
           if (err instanceof Interrupted) throw err;
           errors.push(`${rowName(p.name, p.node ?? '')}: ${(err as Error).message.split('\n')[0]}`);
@@ -217,7 +216,7 @@ try {
         for (const u of [...ready.slice(shift), ...ready.slice(0, shift)]) {
           await checkpoint();
           try {
-            u.serial.push({ ...measure(u.target, SERIAL, w.serialCalls), cycle });
+            u.serial.push({ ...measure(u.target, ONE_AT_A_TIME, w.serialCalls), cycle });
           } catch (err) {
             if (err instanceof Interrupted) throw err;
             errors.push(`${rowName(u.peer.name, u.peer.node ?? '')}, c=1 cycle ${cycle}: ${(err as Error).message.split('\n')[0]}`);

@@ -31,7 +31,7 @@ import { median } from './bench-report.ts';
 import { h2load } from './h2load.ts';
 import { haproxy, nginx, nodePipe, rpcscopeOutbound, type Peer, type Route } from './peers.ts';
 import { startNghttpd } from './upstreams.ts';
-import { workloads, writeFiles } from './workloads.ts';
+import { ONE_AT_A_TIME, workloads, writeFiles } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -50,7 +50,6 @@ const work = mkdtempSync(join(tmpdir(), 'rpcscope-bench-c1-path-'));
 const cert = makeSelfSignedCert();
 const files = writeFiles(work);
 const w = workloads(work, files, CALLS, 2000).find((x) => x.id === 'grpc-256')!;
-const C1 = ['-c', '1', '-m', '1'];
 /** The scheduler's switches and wakeups, and the system calls a proxy writes a socket with (write, writev; send and sendmsg for HAProxy). */
 const TRACEPOINTS = ['sched:sched_switch', 'sched:sched_wakeup', ...['write', 'writev', 'sendto', 'sendmsg'].flatMap((c) => [`syscalls:sys_enter_${c}`, `syscalls:sys_exit_${c}`])];
 
@@ -181,11 +180,11 @@ try {
     try {
       const url = t.url + w.path;
       h2load(url, w.saturation, w.request, 10_000, '1');
-      h2load(url, C1, w.request, 1000, '1');
+      h2load(url, ONE_AT_A_TIME, w.request, 1000, '1');
       const data = join(work, `${p.key}.perf`);
       const rec = spawn('perf', ['record', '-a', '-q', '-o', data, ...TRACEPOINTS.flatMap((t) => ['-e', t])], { stdio: 'ignore' });
       await new Promise((r) => setTimeout(r, 1500));
-      const load = h2load(url, C1, w.request, CALLS, '1');
+      const load = h2load(url, ONE_AT_A_TIME, w.request, CALLS, '1');
       const exited = new Promise((r) => rec.once('exit', r));
       rec.kill('SIGINT');
       await exited;

@@ -38,7 +38,7 @@ import { h2load } from './h2load.ts';
 import { benchNodes } from './node24.ts';
 import { haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type Peer, type Route } from './peers.ts';
 import { startNghttpd, type Upstream } from './upstreams.ts';
-import { workloads, writeFiles } from './workloads.ts';
+import { ONE_AT_A_TIME, workloads, writeFiles } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -64,9 +64,8 @@ const cert = makeSelfSignedCert();
 const ctx = { work, certFile: cert.certFile, keyFile: cert.keyFile, proxyCore: '0' };
 const files = writeFiles(work);
 const w = workloads(work, files, CALLS, RATE).find((x) => x.id === 'grpc-256')!;
-const C1 = ['-c', '1', '-m', '1'];
-const shape = SHAPE === 'rate' ? w.spread : SHAPE === 'c1' ? C1 : w.saturation;
-/** c=1 is warmed as balanced.ts reaches it: after the fixed rate, a few thousand calls of its own. */
+const shape = SHAPE === 'rate' ? w.spread : SHAPE === 'c1' ? ONE_AT_A_TIME : w.saturation;
+/** c=1 follows the fixed rate, as in balanced.ts, and a window's worth of calls at c=1 goes unmeasured first. */
 const C1_WARM_CALLS = 3000;
 const { nodes } = benchNodes(value('--node') ?? '24');
 
@@ -120,7 +119,7 @@ try {
     try {
       process.stderr.write(`${name}\n`);
       h2load(t.url + w.path, SHAPE === 'c1' ? w.spread : shape, w.request, WARM_CALLS, '1');
-      if (SHAPE === 'c1') h2load(t.url + w.path, C1, w.request, C1_WARM_CALLS, '1');
+      if (SHAPE === 'c1') h2load(t.url + w.path, ONE_AT_A_TIME, w.request, C1_WARM_CALLS, '1');
       const data = join(work, `${p.key}-${p.node ?? ''}.perf`);
       const perf = spawn('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(FREQUENCY), '-g', '-p', String(t.pid), '-o', data], { stdio: 'ignore' });
       // perf attaches to every thread before the load starts.

@@ -44,7 +44,7 @@ import { h2load } from './h2load.ts';
 import { benchNodes } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodePipe, rpcscopeOutbound, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, type Upstream } from './upstreams.ts';
-import { workloads, writeFiles } from './workloads.ts';
+import { ONE_AT_A_TIME, workloads, writeFiles } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const value = (name: string): string | undefined => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -59,7 +59,6 @@ const ONLY = (value('--only') ?? '').split(',').filter(Boolean);
 const NODES = value('--node') ?? '24';
 const ENDPOINTS = 3;
 /** One call at a time, and the c=1 calls each proxy runs unmeasured after the spread warm-up (as balanced.ts warms its c=1 load). */
-const SERIAL = ['-c', '1', '-m', '1'];
 const SERIAL_WARM_CALLS = 500;
 
 for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS]] as const) {
@@ -111,7 +110,7 @@ try {
     process.stderr.write(`warm-up: ${rowName(peer.name, peer.node ?? '')}\n`);
     // The direct path has no proxy to warm at the fixed rate; at c=1 it is warmed as the proxies are.
     if (peer !== direct) h2load(target.url + w.path, w.spread, w.request, RATE * WARM_SECONDS, '1');
-    if (C1) h2load(target.url + w.path, SERIAL, w.request, SERIAL_WARM_CALLS, '1');
+    if (C1) h2load(target.url + w.path, ONE_AT_A_TIME, w.request, SERIAL_WARM_CALLS, '1');
   }
   for (let round = 1; round <= ROUNDS; round++) {
     process.stderr.write(`round ${round}\n`);
@@ -120,7 +119,7 @@ try {
     for (const { peer, target } of [...running.slice(shift), ...running.slice(0, shift)]) {
       await checkpoint();
       if (C1) {
-        const load = h2load(target.url + w.path, SERIAL, w.request, CALLS, '1');
+        const load = h2load(target.url + w.path, ONE_AT_A_TIME, w.request, CALLS, '1');
         windows.push({ target: peer.name, node: peer.node ?? '', round, value: load.p50Us, failed: load.failed });
         continue;
       }

@@ -46,7 +46,7 @@ import { countSyscalls, straceInstalled } from './syscalls.ts';
 import { benchNodes } from './node24.ts';
 import { direct, haproxy, nghttpx, nginx, nodeFloor, nodePipe, rpcscope, type BenchContext, type Peer, type Route, type Target } from './peers.ts';
 import { startNghttpd, startStaticNginx, type Upstream } from './upstreams.ts';
-import { STREAM_MESSAGES, workloads, writeFiles, type Workload } from './workloads.ts';
+import { ONE_AT_A_TIME, STREAM_MESSAGES, workloads, writeFiles, type Workload } from './workloads.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string): boolean => args.includes(name);
@@ -119,7 +119,7 @@ function routeOf(w: Workload): Route {
   return { frontend: w.frontend, upstream: h2c.url, upstreamProto: 'h2', direct: w.frontend === 'tls' ? h2tls.url : h2c.url };
 }
 
-function measure(t: Target, w: Workload, shape: string[], calls: number): Phase {
+function measure(t: Target, w: Workload, shape: readonly string[], calls: number): Phase {
   const c0 = t.pid ? cpuSeconds(t.pid) : 0;
   const load = h2load(t.url + w.path, shape, w.request, calls, LOAD_CORE);
   return { ...load, cpuUsPerCall: t.pid ? ((cpuSeconds(t.pid) - c0) / ((load.ok + load.failed) || calls)) * 1e6 : NaN };
@@ -168,7 +168,7 @@ try {
           // HTTP/1.1's fixed rate is already spread one call per connection: measured once.
           const spread = w.spread.join(' ') === w.fixedRate.join(' ') ? fixedRate : measure(t, w, w.spread, Math.min(w.calls, w.rate * FIXED_SECONDS));
           await checkpoint();
-          const serial = measure(t, w, ['-c', '1', '-m', '1'], w.serialCalls);
+          const serial = measure(t, w, ONE_AT_A_TIME, w.serialCalls);
           await checkpoint();
           // Last, so that strace slows no measured phase.
           let syscallsPerCall = NaN;

@@ -37,6 +37,9 @@ export function grpcFrame(message: Uint8Array): Buffer {
   return Buffer.concat([head, message]);
 }
 
+/** One call at a time on one connection (h2load -c 1 -m 1): the c=1 shape, whose p50 less the direct path's is the latency a proxy adds. */
+export const ONE_AT_A_TIME: readonly string[] = ['-c', '1', '-m', '1'];
+
 export const STREAM_MESSAGES = 1000;
 
 export interface Files {
