@@ -58,7 +58,7 @@ const WARM_SECONDS = Number(value('--warm-seconds') ?? 10);
 const ONLY = (value('--only') ?? '').split(',').filter(Boolean);
 const NODES = value('--node') ?? '24';
 const ENDPOINTS = 3;
-/** One call at a time, and the c=1 calls each proxy runs unmeasured after the spread warm-up (as balanced.ts warms its c=1 load). */
+/** The c=1 calls each proxy runs unmeasured after the spread warm-up (as balanced.ts warms its c=1 load). */
 const SERIAL_WARM_CALLS = 500;
 
 for (const [name, v] of [['--rounds', ROUNDS], ['--calls', CALLS], ['--rate', RATE], ['--warm-seconds', WARM_SECONDS]] as const) {
