@@ -9,6 +9,7 @@
 // |-------------------------------|-------------------------------------------|--------------------------------------------|
 // | request: woken to write       | the proxy switched in from idle           | its write of the request begins            |
 // | request write                 | that write (the one waking the endpoint)  | it returns                                 |
+// | request written, to yielding  | that write returns                        | the endpoint switched in                   |
 // | endpoint on the proxy's core  | the endpoint switched in                  | it switched out, its answer written        |
 // | response: endpoint to write   | the endpoint switched out                 | the proxy's write of the answer begins     |
 // | response write                | that write (the one waking h2load)        | it returns                                 |
@@ -19,6 +20,11 @@
 // proxy still does after its request write (its event loop's bookkeeping)
 // waits until the endpoint has answered and is on the path too, in "response:
 // endpoint to write". Medians over the calls whose switches follow that order.
+// "endpoint preempted" counts the calls whose endpoint took the core from the
+// proxy while the proxy could still run (switched out runnable, not asleep):
+// then the proxy's work after its request write waits behind the endpoint.
+// "proxy preempted the endpoint" counts those whose proxy, woken by the
+// answer, took the core back from an endpoint that could still run.
 // Figures to compare, not assertions; the trace slows each call a little.
 //
 //   node --import tsx test/bench/c1-path.ts [--calls 3000] [--only balanced,pipe,nginx,haproxy]
@@ -53,7 +59,7 @@ const w = workloads(work, files, CALLS, 2000).find((x) => x.id === 'grpc-256')!;
 /** The scheduler's switches and wakeups, and the system calls a proxy writes a socket with (write, writev; send and sendmsg for HAProxy). */
 const TRACEPOINTS = ['sched:sched_switch', 'sched:sched_wakeup', ...['write', 'writev', 'sendto', 'sendmsg'].flatMap((c) => [`syscalls:sys_enter_${c}`, `syscalls:sys_exit_${c}`])];
 
-const SEGMENTS = ['request: woken to write', 'request write', "endpoint on the proxy's core", 'response: endpoint to write', 'response write', 'after the write, to sleep'] as const;
+const SEGMENTS = ['request: woken to write', 'request write', 'request written, to yielding', "endpoint on the proxy's core", 'response: endpoint to write', 'response write', 'after the write, to sleep'] as const;
 type Segment = (typeof SEGMENTS)[number];
 
 interface Event {
@@ -64,12 +70,14 @@ interface Event {
   /** For a switch: the thread switched out, its comm, and the one switched in; for a wakeup, the woken thread's comm as nextComm. */
   prevTid?: number;
   prevComm?: string;
+  /** For a switch: whether the thread switched out could still run (prev_state R: preempted), not asleep. */
+  preempted?: boolean;
   nextTid?: number;
   nextComm?: string;
 }
 
 const LINE = /^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+(\S+):\s*(.*)$/;
-const SWITCH = /prev_comm=(.+?) prev_pid=(\d+) .*==> next_comm=(.+?) next_pid=(\d+)/;
+const SWITCH = /prev_comm=(.+?) prev_pid=(\d+) .*prev_state=(\S+) ==> next_comm=(.+?) next_pid=(\d+)/;
 
 /** The lines of a file, read a MiB at a time: a system-wide trace's text can pass the longest string V8 makes (512 MiB). */
 function* linesOf(file: string): Generator<string> {
@@ -101,7 +109,7 @@ function events(data: string): Event[] {
     const base = { tid: Number(tid), cpu: Number(cpu), us: Number(secs) * 1e6 };
     if (name === 'sched:sched_switch') {
       const s = SWITCH.exec(rest!);
-      if (s) out.push({ ...base, kind: 'switch', prevComm: s[1], prevTid: Number(s[2]), nextComm: s[3], nextTid: Number(s[4]) });
+      if (s) out.push({ ...base, kind: 'switch', prevComm: s[1], prevTid: Number(s[2]), preempted: s[3]!.startsWith('R'), nextComm: s[4], nextTid: Number(s[5]) });
     } else if (name === 'sched:sched_wakeup') {
       const c = /comm=(.+?) pid=/.exec(rest!);
       if (c) out.push({ ...base, kind: 'wakeup', nextComm: c[1] });
@@ -120,7 +128,7 @@ function events(data: string): Event[] {
  * that wakes h2load (a proxy may write other frames between). A call whose
  * events leave that order is dropped.
  */
-function segments(evs: readonly Event[], proxy: number, cpu: number): Map<Segment, number[]> {
+function segments(evs: readonly Event[], proxy: number, cpu: number): { seg: Map<Segment, number[]>; byEndpoint: number; byProxy: number } {
   const got = new Map<Segment, number[]>(SEGMENTS.map((s) => [s, []]));
   const add = (s: Segment, v: number): void => void got.get(s)!.push(v);
   type State = 'idle' | 'woken' | 'requestWritten' | 'endpoint' | 'endpointDone' | 'responseWritten';
@@ -129,6 +137,9 @@ function segments(evs: readonly Event[], proxy: number, cpu: number): Map<Segmen
   let endpointIn = 0;
   let writeStart: number | undefined;
   let woke: string | undefined;
+  /** Calls whose endpoint took the core from the proxy still runnable, and whose proxy took it back from the endpoint still runnable. */
+  let byEndpoint = 0;
+  let byProxy = 0;
   for (const e of evs) {
     if (e.cpu !== cpu) continue;
     if (e.kind === 'wakeup') {
@@ -137,9 +148,13 @@ function segments(evs: readonly Event[], proxy: number, cpu: number): Map<Segmen
     }
     if (e.kind === 'switch') {
       if (e.nextTid === proxy && e.prevComm!.startsWith('swapper')) [state, at] = ['woken', e.us];
-      else if (e.prevTid === proxy && e.nextComm === 'nghttpd' && state === 'requestWritten') [state, endpointIn] = ['endpoint', e.us];
-      else if (e.prevComm === 'nghttpd' && e.nextTid === proxy && state === 'endpoint') {
+      else if (e.prevTid === proxy && e.nextComm === 'nghttpd' && state === 'requestWritten') {
+        add('request written, to yielding', e.us - at);
+        if (e.preempted) byEndpoint++;
+        [state, endpointIn] = ['endpoint', e.us];
+      } else if (e.prevComm === 'nghttpd' && e.nextTid === proxy && state === 'endpoint') {
         add("endpoint on the proxy's core", e.us - endpointIn);
+        if (e.preempted) byProxy++;
         [state, at] = ['endpointDone', e.us];
       } else if (e.prevTid === proxy && e.nextComm!.startsWith('swapper')) {
         if (state === 'responseWritten') add('after the write, to sleep', e.us - at);
@@ -162,12 +177,12 @@ function segments(evs: readonly Event[], proxy: number, cpu: number): Map<Segmen
       writeStart = undefined;
     }
   }
-  return got;
+  return { seg: got, byEndpoint, byProxy };
 }
 
 const endpoints = [await startNghttpd(files.docroot), await startNghttpd(files.docroot), await startNghttpd(files.docroot)];
 const route: Route = { frontend: 'h2c', upstream: endpoints[0]!.url, upstreamProto: 'h2', direct: endpoints[0]!.url, endpoints: endpoints.map((u) => u.url) };
-const rows: { name: string; p50: number; calls: number; seg: Map<Segment, number[]> }[] = [];
+const rows: { name: string; p50: number; calls: number; seg: Map<Segment, number[]>; byEndpoint: number; byProxy: number }[] = [];
 const skipped: string[] = [];
 try {
   for (const p of peers) {
@@ -188,8 +203,7 @@ try {
       const exited = new Promise((r) => rec.once('exit', r));
       rec.kill('SIGINT');
       await exited;
-      const seg = segments(events(data), t.pid!, 0);
-      rows.push({ name: p.name, p50: load.p50Us, calls: load.ok, seg });
+      rows.push({ name: p.name, p50: load.p50Us, calls: load.ok, ...segments(events(data), t.pid!, 0) });
     } finally {
       await t.stop();
     }
@@ -200,10 +214,11 @@ try {
 
 const fmt = (xs: number[]): string => (xs.length ? `${median(xs).toFixed(1)}` : '–');
 console.log(`\nc=1 through each proxy (core 0; h2load on core 1), ${CALLS} calls traced; medians in µs, calls counted per segment in brackets.\n`);
-console.log(`| | h2load p50 (traced) | ${SEGMENTS.join(' | ')} | sum |`);
-console.log(`|---|---|${SEGMENTS.map(() => '---').join('|')}|---|`);
+console.log(`| | h2load p50 (traced) | ${SEGMENTS.join(' | ')} | sum | endpoint preempted | proxy preempted the endpoint |`);
+console.log(`|---|---|${SEGMENTS.map(() => '---').join('|')}|---|---|---|`);
 for (const r of rows) {
   const sum = SEGMENTS.reduce((a, s) => a + (r.seg.get(s)!.length ? median(r.seg.get(s)!) : 0), 0);
-  console.log(`| ${r.name} | ${r.p50} | ${SEGMENTS.map((s) => `${fmt(r.seg.get(s)!)} [${r.seg.get(s)!.length}]`).join(' | ')} | ${sum.toFixed(1)} |`);
+  const endpointIn = r.seg.get("endpoint on the proxy's core")!.length;
+  console.log(`| ${r.name} | ${r.p50} | ${SEGMENTS.map((s) => `${fmt(r.seg.get(s)!)} [${r.seg.get(s)!.length}]`).join(' | ')} | ${sum.toFixed(1)} | ${r.byEndpoint} of ${endpointIn} | ${r.byProxy} of ${endpointIn} |`);
 }
 for (const s of skipped) console.log(`- skipped ${s}`);
