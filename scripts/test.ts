@@ -91,6 +91,15 @@ const failures: TapFailure[] = [];
 const DIGEST = 12;
 
 /**
+ * How long one test may run unless it says otherwise (`{ timeout }`): the
+ * longest today runs about 2 minutes. A test past it fails by name, and its
+ * file's process is ended once its tests are over (`--test-force-exit`), so a
+ * call that never ends fails the suite in minutes instead of holding CI until
+ * its own limit with nothing to say which test waited.
+ */
+const TEST_TIMEOUT_MS = 10 * 60_000;
+
+/**
  * Runs node:test files (with the environment added) and counts their tests from
  * the TAP report's closing `# pass`, `# fail`, `# cancelled`, `# skipped` and
  * `# todo` lines. A cancelled test (a timeout, a parent that failed) is not in
@@ -98,7 +107,7 @@ const DIGEST = 12;
  */
 async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<Required<Counts>> {
   const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
-  const { code } = await run(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], root, env);
+  const { code } = await run(process.execPath, ['--import', 'tsx', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], root, env);
   const text = readFileSync(tap, 'utf8');
   failures.push(...tapFailures(text));
   const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
