@@ -1,8 +1,11 @@
 // The balanced relay (--mode outbound --outbound-data-plane relay) with real
 // clients and endpoints: each call on its own pick over shared endpoint
 // connections, bodies larger than every window in both directions, the same
-// records as the terminating path however the bytes are split, and what the
-// endpoints do to calls (a stream limit, a reset, a refusal, a connection lost).
+// records as the terminating path however the bytes are split, what the
+// endpoints do to calls (a stream limit, a reset, a refusal, a connection lost),
+// and each hop's own windows and tables: an endpoint's connection window and
+// header table size kept to, a client held to the windows it was given, credit
+// for padding and for DATA on a stream already reset, a drain's last GOAWAY.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
@@ -15,12 +18,16 @@ import type { CallRecord } from '../../src/call/call-record.ts';
 import { makeSelfSignedCert } from '../support/certs.ts';
 import { startTestSidecar } from '../support/sidecar.ts';
 import { startSplittingHop } from '../support/splitting-hop.ts';
+import { eventually, settled } from '../../../test/support/eventually.ts';
+import { FLAG, FRAME, H2_ERROR, PREFACE, frame, goawayCodes, literal, readFrames, requestBlock, resets, settings, windowUpdate } from '../../../test/support/h2-frames.ts';
+import { rawConnect, type RawClient } from '../../../test/support/raw-client.ts';
 
 const BALANCED = ['--mode', 'outbound', '--outbound-data-plane', 'relay', '--upstream-protocol', 'http2'];
 const TERMINATE = ['--mode', 'outbound', '--outbound-data-plane', 'terminate', '--upstream-protocol', 'http2'];
 
 interface Client extends grpc.Client {
   Echo(req: Partial<EchoRequestObject>, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
+  Echo(req: Partial<EchoRequestObject>, metadata: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: EchoResponseObject) => void): grpc.ClientUnaryCall;
   ServerStream(req: Partial<EchoRequestObject>): grpc.ClientReadableStream<EchoResponseObject>;
 }
 
@@ -183,6 +190,80 @@ function answerOk(stream: http2.ServerHttp2Stream, delayMs = 0): void {
   });
 }
 
+/** A gRPC request's header block, for clients on raw frames. */
+const grpcRequestBlock = (path = '/echo.v1.EchoService/Echo'): Buffer => requestBlock(path, 'POST', [literal('content-type', 'application/grpc')]);
+
+/**
+ * An endpoint on raw frames that controls its connection window to the octet
+ * (node:http2 widens its own): SETTINGS_INITIAL_WINDOW_SIZE `streamWindow`, no
+ * WINDOW_UPDATE on the connection until `openConnectionWindow`, and each call
+ * answered OK once its request ended. A frame it cannot take is kept in `errors`.
+ */
+async function startWindowEndpoint(streamWindow: number): Promise<{
+  address: string;
+  /** DATA octets received on stream `id`, or on every stream. */
+  dataOctets(id?: number): number;
+  /** Requests that ended (END_STREAM). */
+  ended(): number;
+  errors: string[];
+  openConnectionWindow(increment: number): void;
+  close(): Promise<void>;
+}> {
+  const perStream = new Map<number, number>();
+  const errors: string[] = [];
+  let ended = 0;
+  const sockets = new Set<net.Socket>();
+  // The answer: `:status: 200` (HPACK static entry 8), one empty gRPC message, `grpc-status: 0`.
+  const answer = (id: number): Buffer[] => [
+    frame(FRAME.HEADERS, FLAG.END_HEADERS, id, Buffer.concat([Buffer.from([0x88]), literal('content-type', 'application/grpc')])),
+    frame(FRAME.DATA, 0, id, Buffer.alloc(5)),
+    frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, literal('grpc-status', '0')),
+  ];
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.once('close', () => sockets.delete(socket));
+    socket.write(settings([[0x4 /* SETTINGS_INITIAL_WINDOW_SIZE */, streamWindow]]));
+    let buf = Buffer.alloc(0);
+    let prefaced = false;
+    socket.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      if (!prefaced) {
+        if (buf.length < PREFACE.length) return;
+        prefaced = true;
+        buf = buf.subarray(PREFACE.length);
+      }
+      const frames = readFrames(buf);
+      for (const f of frames) {
+        buf = buf.subarray(9 + f.payload.length);
+        if (f.type === FRAME.SETTINGS && !(f.flags & FLAG.ACK)) socket.write(settings([], FLAG.ACK));
+        if (f.type === FRAME.GOAWAY) errors.push(`GOAWAY ${f.payload.readUInt32BE(4)} from the relay`);
+        if (f.type === FRAME.DATA) perStream.set(f.streamId, (perStream.get(f.streamId) ?? 0) + f.payload.length);
+        if ((f.type === FRAME.DATA || f.type === FRAME.HEADERS) && f.flags & FLAG.END_STREAM) {
+          ended++;
+          socket.write(Buffer.concat(answer(f.streamId)));
+        }
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    address: `127.0.0.1:${port}`,
+    dataOctets: (id) => (id === undefined ? [...perStream.values()].reduce((a, b) => a + b, 0) : (perStream.get(id) ?? 0)),
+    ended: () => ended,
+    errors,
+    openConnectionWindow: (increment) => {
+      for (const s of sockets) s.write(windowUpdate(0, increment));
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}
+
 describe('balanced relay: what endpoints do to calls', () => {
   it('opens another connection when an endpoint allows two streams at once', async () => {
     const ep = await startEndpoint((s) => answerOk(s, 200), { maxConcurrentStreams: 2 });
@@ -231,6 +312,176 @@ describe('balanced relay: what endpoints do to calls', () => {
     session.close();
     await sc.stop();
     await ep.close();
+  });
+
+  it("keeps to an endpoint's connection window when the endpoint's stream windows are larger", async () => {
+    // The endpoint gives each stream 1 MiB (SETTINGS_INITIAL_WINDOW_SIZE) but its connection only HTTP/2's first
+    // 65,535 octets (RFC 9113 §6.9.2), and credits nothing until the test says: four requests of 100,000 octets at
+    // once may bring it 65,535 octets of DATA, no more, and the rest once the connection's window opens.
+    const ep = await startWindowEndpoint(1 << 20);
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    try {
+      const calls = Promise.all([1, 2, 3, 4].map((i) => unary(c, { message: 'big', payload: deterministicBytes(100_000, i) })));
+      // Once the flow has stopped: what the window allowed, and not an octet more.
+      assert.equal(await settled(() => ep.dataOctets(), 300, 5000), 65_535, 'DATA up to the connection window, none past it');
+      assert.deepEqual(ep.errors, []);
+      ep.openConnectionWindow(1 << 20);
+      assert.deepEqual((await calls).map((r) => r.err?.message ?? null), [null, null, null, null]);
+      assert.equal(ep.ended(), 4);
+      // Every octet of the four requests, of one size each, arrived.
+      assert.equal(ep.dataOctets(), 4 * ep.dataOctets(1));
+      const ended = await sc.recorder.waitForEnded(4);
+      assert.ok(ended.every((r) => r.grpcStatus === 0 && r.reset === undefined), JSON.stringify(ended.map(facts)));
+    } finally {
+      c.close();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it("holds a client to the windows it was given: a stream past its own is reset, a connection past its own ended (FLOW_CONTROL_ERROR)", async () => {
+    // The endpoint takes no more than its connection's first 65,535 octets, so what a client sends past that stays
+    // with the relay, bounded by the windows the relay gave the client: 256 KiB a stream, 1 MiB the connection.
+    const ep = await startWindowEndpoint(1 << 20);
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    /** `octets` of DATA on `id`, in frames of 16,384, sent without waiting for any WINDOW_UPDATE. */
+    const data = (id: number, octets: number): Buffer[] => {
+      const out: Buffer[] = [];
+      for (let at = 0; at < octets; at += 16_384) out.push(frame(FRAME.DATA, 0, id, Buffer.alloc(Math.min(16_384, octets - at), 1)));
+      return out;
+    };
+    const open = async (): Promise<RawClient> => {
+      const c = await rawConnect(sc.port);
+      c.socket.write(Buffer.concat([PREFACE, settings()]));
+      return c;
+    };
+    try {
+      // One stream: its 256 KiB and one octet more.
+      const one = await open();
+      one.socket.write(Buffer.concat([frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, grpcRequestBlock()), ...data(1, 256 * 1024 + 1)]));
+      const reset = await eventually(() => resets(readFrames(one.received())).get(1), 'RST_STREAM on stream 1', 5000);
+      assert.equal(reset, H2_ERROR.FLOW_CONTROL_ERROR);
+      assert.deepEqual(goawayCodes(readFrames(one.received())), [], 'a stream error: the connection goes on');
+      one.socket.destroy();
+      // Five streams of 240 KiB each, every one within its window: 1,200 KiB, past the connection's 1 MiB.
+      const five = await open();
+      five.socket.write(Buffer.concat([1, 3, 5, 7, 9].flatMap((id) => [frame(FRAME.HEADERS, FLAG.END_HEADERS, id, grpcRequestBlock()), ...data(id, 240 * 1024)])));
+      const codes = await eventually(() => goawayCodes(readFrames(five.received())).at(0), 'a GOAWAY', 5000);
+      assert.equal(codes, H2_ERROR.FLOW_CONTROL_ERROR);
+      await five.closed;
+      five.socket.destroy();
+    } finally {
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it("credits a client's DATA padding back, as octets nothing passes on", async () => {
+    // 600 DATA frames of one octet each, padded (RFC 9113 §6.1) with 255: 154,200 octets of the stream's window spent,
+    // 600 of them data. The relay credits a stream back once half its 256 KiB window is owed: only the padding gets it there.
+    const ep = await startEndpoint((s) => answerOk(s));
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = await rawConnect(sc.port);
+    try {
+      const padded = (i: number): Buffer => frame(FRAME.DATA, 0x8 /* PADDED */, 1, Buffer.concat([Buffer.from([255, i % 256]), Buffer.alloc(255)]));
+      c.socket.write(Buffer.concat([PREFACE, settings(), frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, grpcRequestBlock()), ...Array.from({ length: 600 }, (_, i) => padded(i))]));
+      const credited = (): number => readFrames(c.received()).filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === 1).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+      await eventually(() => credited() >= 128 * 1024, 'a WINDOW_UPDATE on stream 1 for the padding', 5000);
+      assert.deepEqual(goawayCodes(readFrames(c.received())), []);
+    } finally {
+      c.socket.destroy();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it('credits the connection for DATA still arriving on a stream the relay has reset', async () => {
+    // The endpoint answers before reading the request, and its stream is reset (NO_ERROR) toward the client. DATA the
+    // client had on the way still spends the connection's window (RFC 9113 §6.9): 600 KiB of it, past half the 1 MiB
+    // window, must come back as a WINDOW_UPDATE on the connection, or the client's window would shrink for good.
+    const ep = await startEndpoint((s) => {
+      s.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true });
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = await rawConnect(sc.port);
+    try {
+      c.socket.write(Buffer.concat([PREFACE, settings(), frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, grpcRequestBlock())]));
+      const code = await eventually(() => resets(readFrames(c.received())).get(1), 'RST_STREAM on stream 1', 5000);
+      assert.equal(code, H2_ERROR.NO_ERROR, 'the answer is whole: the request need not be sent (RFC 9113 §8.1)');
+      c.socket.write(Buffer.concat(Array.from({ length: 600 / 16 }, () => frame(FRAME.DATA, 0, 1, Buffer.alloc(16 * 1024)))));
+      const credited = (): number => readFrames(c.received()).filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === 0).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+      // The first WINDOW_UPDATE on the connection opens it from 65,535 to 1 MiB; what follows is credit.
+      await eventually(() => credited() - (1024 * 1024 - 65_535) >= 512 * 1024, 'a WINDOW_UPDATE on the connection for that DATA', 5000);
+      assert.deepEqual(goawayCodes(readFrames(c.received())), [], 'the connection goes on');
+    } finally {
+      c.socket.destroy();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it("refuses a stream opened after a drain's last GOAWAY (REFUSED_STREAM), sending it to no endpoint, and finishes the call in flight", async () => {
+    const held: http2.ServerHttp2Stream[] = [];
+    const paths: string[] = [];
+    const ep = await startEndpoint((s, _n, headers) => {
+      paths.push(String(headers[':path']));
+      held.push(s);
+    });
+    // A drain that waits for the call in flight, however slow the machine.
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address, '--drain-timeout', '30s']);
+    const c = await rawConnect(sc.port);
+    const call = (id: number): Buffer[] => [frame(FRAME.HEADERS, FLAG.END_HEADERS, id, grpcRequestBlock(`/echo.v1.EchoService/Echo${id}`)), frame(FRAME.DATA, FLAG.END_STREAM, id, Buffer.alloc(5))];
+    c.socket.write(Buffer.concat([PREFACE, settings(), ...call(1)]));
+    await eventually(() => held.length === 1, 'the first call at the endpoint', 5000);
+    const draining = sc.stop();
+    try {
+      // The two-step GOAWAY: the first names 2^31-1, the last the stream the relay works on, 1.
+      const goaways = await eventually(() => {
+        const g = readFrames(c.received()).filter((f) => f.type === FRAME.GOAWAY);
+        return g.length === 2 ? g : undefined;
+      }, 'the drain\'s two GOAWAYs', 5000);
+      assert.deepEqual(goaways.map((g) => g.payload.readUInt32BE(0) & 0x7fffffff), [0x7fffffff, 1]);
+      // A client that missed the last GOAWAY opens stream 3: not processed, so the client may send it elsewhere (RFC 9113 §6.8).
+      c.socket.write(Buffer.concat(call(3)));
+      const code = await eventually(() => resets(readFrames(c.received())).get(3), 'RST_STREAM on stream 3', 5000);
+      assert.equal(code, H2_ERROR.REFUSED_STREAM);
+      answerOk(held[0]!);
+      await eventually(() => readFrames(c.received()).some((f) => f.streamId === 1 && f.type === FRAME.HEADERS && f.flags & FLAG.END_STREAM), 'the first call answered whole', 5000);
+      assert.deepEqual(paths, ['/echo.v1.EchoService/Echo1'], 'the endpoint saw the first call only');
+    } finally {
+      await draining;
+      c.socket.destroy();
+      await ep.close();
+    }
+  });
+
+  it('encodes header blocks within the table size the endpoint allows, down to none', async () => {
+    // SETTINGS_HEADER_TABLE_SIZE 0: the endpoint keeps no dynamic table (RFC 7541 §4.2), so no block may refer to one.
+    const seen: string[] = [];
+    const ep = await startEndpoint(
+      (s, _n, headers) => {
+        seen.push(String(headers['x-tenant']));
+        answerOk(s);
+      },
+      { headerTableSize: 0 },
+    );
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    try {
+      for (let i = 0; i < 20; i++) {
+        const metadata = new grpc.Metadata();
+        metadata.set('x-tenant', `tenant-${i % 3}`);
+        const r = await new Promise<grpc.ServiceError | null>((resolve) => c.Echo({ message: `m${i}` }, metadata, {}, (err) => resolve(err)));
+        assert.equal(r, null, `call ${i}: ${r?.message}`);
+      }
+      assert.deepEqual(seen, Array.from({ length: 20 }, (_, i) => `tenant-${i % 3}`));
+      assert.equal(ep.sessions, 1, 'one connection for the twenty calls: none ended for a COMPRESSION_ERROR');
+    } finally {
+      c.close();
+      await sc.stop();
+      await ep.close();
+    }
   });
 
   it('passes an endpoint reset on with its code, counted as the upstream\'s', async () => {
