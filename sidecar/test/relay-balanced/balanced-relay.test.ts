@@ -5,7 +5,10 @@
 // endpoints do to calls (a stream limit, a reset, a refusal, a connection lost),
 // and each hop's own windows and tables: an endpoint's connection window and
 // header table size kept to, a client held to the windows it was given, credit
-// for padding and for DATA on a stream already reset, a drain's last GOAWAY.
+// for padding and for DATA on a stream already reset, a drain's last GOAWAY;
+// and what a call owes each side: a client's cancel passed on, a body sent
+// twice credited once, none held past 64 KiB, the request side reset when the
+// relay answers itself, :scheme https toward TLS endpoints.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
@@ -414,6 +417,9 @@ describe('balanced relay: what endpoints do to calls', () => {
       // The first WINDOW_UPDATE on the connection opens it from 65,535 to 1 MiB; what follows is credit.
       await eventually(() => credited() - (1024 * 1024 - 65_535) >= 512 * 1024, 'a WINDOW_UPDATE on the connection for that DATA', 5000);
       assert.deepEqual(goawayCodes(readFrames(c.received())), [], 'the connection goes on');
+      // The endpoint's reset came after its whole answer: the call is whole, not reset by the upstream.
+      const [record] = await sc.recorder.waitForEnded(1);
+      assert.deepEqual([record!.grpcStatus, record!.reset], [0, undefined]);
     } finally {
       c.socket.destroy();
       await sc.stop();
@@ -522,6 +528,93 @@ describe('balanced relay: what endpoints do to calls', () => {
     await ep.close();
   });
 
+  it('credits a client once for a request body sent to the endpoint twice, refused the first time', async () => {
+    // The relay holds a body of up to 64 KiB while a call may be sent again. Refused with 60 KiB read, the call goes
+    // again with the same 60 KiB; then 10 KiB more arrive. The client sent 70 KiB on the stream: the relay owes it 70 KiB,
+    // under the half of its 256 KiB stream window that a WINDOW_UPDATE waits for. A second credit for the 60 KiB sent
+    // again would give the client window for octets it never sent.
+    const read = [0, 0];
+    const ep = await startEndpoint((s, n) => {
+      s.on('data', (d: Buffer) => {
+        read[n] = (read[n] ?? 0) + d.length;
+        if (n === 0 && read[0]! >= 60 * 1024) s.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      });
+      if (n === 1) answerOk(s);
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = await rawConnect(sc.port);
+    try {
+      const data = (octets: number, flags = 0): Buffer => frame(FRAME.DATA, flags, 1, Buffer.alloc(octets, 7));
+      c.socket.write(Buffer.concat([PREFACE, settings(), frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, grpcRequestBlock()), data(16_384), data(16_384), data(16_384), data(12_288)]));
+      await eventually(() => read[1] === 60 * 1024, 'the call sent again with its 60 KiB', 5000);
+      c.socket.write(data(10 * 1024));
+      await eventually(() => read[1] === 70 * 1024, 'the 10 KiB more at the endpoint', 5000);
+      const credited = (): number => readFrames(c.received()).filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === 1).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+      assert.equal(await settled(credited, 200, 3000), 0, 'no credit on the stream: 70 KiB owed, under half its window');
+      c.socket.write(data(0, FLAG.END_STREAM));
+      const [record] = await sc.recorder.waitForEnded(1);
+      assert.deepEqual([record!.grpcStatus, record!.reset], [0, undefined]);
+    } finally {
+      c.socket.destroy();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it('holds no request body past 64 KiB to send again: a call refused after more is refused to its client', async () => {
+    let streams = 0;
+    const ep = await startEndpoint((s) => {
+      streams++;
+      let read = 0;
+      s.on('data', (d: Buffer) => {
+        read += d.length;
+        if (read >= 100 * 1024) s.close(http2.constants.NGHTTP2_REFUSED_STREAM);
+      });
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = await rawConnect(sc.port);
+    try {
+      // 112 KiB of request body: the endpoint refuses the call once it has read 100 KiB.
+      const body = Array.from({ length: 7 }, () => frame(FRAME.DATA, 0, 1, Buffer.alloc(16_384, 7)));
+      c.socket.write(Buffer.concat([PREFACE, settings(), frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, grpcRequestBlock()), ...body]));
+      const code = await eventually(() => resets(readFrames(c.received())).get(1), 'RST_STREAM on stream 1', 5000);
+      assert.equal(code, H2_ERROR.REFUSED_STREAM, 'refused, as the endpoint refused it: the client may send it again');
+      assert.equal(streams, 1, 'not sent again: its body was past what the relay holds');
+      const [record] = await sc.recorder.waitForEnded(1);
+      assert.deepEqual(record!.reset, { side: 'upstream', code: H2_ERROR.REFUSED_STREAM });
+    } finally {
+      c.socket.destroy();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it("answers a call no endpoint can take at once, and resets the request's side (NO_ERROR) so the client stops sending it", async () => {
+    // Nothing listens on port 1: the relay's own UNAVAILABLE ends the call while the client is still sending its body.
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', '127.0.0.1:1']);
+    const session = http2.connect(sc.url);
+    try {
+      const req = session.request({ ':method': 'POST', ':path': '/echo.v1.EchoService/Echo', 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('error', () => {});
+      let status: unknown;
+      req.on('response', (h) => (status ??= h['grpc-status']));
+      req.on('trailers', (h) => (status ??= h['grpc-status']));
+      let closed = false;
+      req.on('close', () => (closed = true));
+      req.resume();
+      req.write(Buffer.alloc(1000));
+      // The request is never ended here: only the relay's reset closes the stream.
+      await eventually(() => closed, 'the stream closed by the relay', 5000);
+      assert.equal(status, String(grpc.status.UNAVAILABLE));
+      assert.equal(req.rstCode, http2.constants.NGHTTP2_NO_ERROR);
+      const [record] = await sc.recorder.waitForEnded(1);
+      assert.equal(record!.upstreamUnreachable, true);
+    } finally {
+      session.close();
+      await sc.stop();
+    }
+  });
+
   it('answers UNAVAILABLE when the endpoint\'s connection is lost under a call, and the next call goes on a new one', async () => {
     const ep = await startEndpoint((s, n) => (n === 0 ? s.session?.destroy() : answerOk(s)));
     const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
@@ -555,6 +648,33 @@ describe('balanced relay: what endpoints do to calls', () => {
     await ep.close();
   });
 
+  it("passes a client's cancel on to the endpoint's stream (RST_STREAM CANCEL), counted as the client's", async () => {
+    let arrived = false;
+    let code: number | undefined;
+    const ep = await startEndpoint((s) => {
+      arrived = true;
+      s.on('close', () => (code = s.rstCode));
+      s.resume();
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const session = http2.connect(sc.url);
+    try {
+      const req = session.request({ ':method': 'POST', ':path': '/echo.v1.EchoService/Echo', 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('error', () => {});
+      req.write(Buffer.from([0, 0, 0, 0, 0]));
+      await eventually(() => arrived, 'the call at the endpoint', 5000);
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      await eventually(() => code !== undefined, "the endpoint's stream closed", 5000);
+      assert.equal(code, http2.constants.NGHTTP2_CANCEL);
+      const [record] = await sc.recorder.waitForEnded(1);
+      assert.deepEqual(record!.reset, { side: 'client', code: http2.constants.NGHTTP2_CANCEL });
+    } finally {
+      session.close();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
   it('ends a call at its deadline with --enforce-deadlines, cancelling the endpoint\'s stream', async () => {
     let cancelled = false;
     const ep = await startEndpoint((s) => {
@@ -584,7 +704,9 @@ describe('balanced relay: what endpoints do to calls', () => {
   it('reaches TLS endpoints (ALPN h2, verified against --upstream-ca), and serves TLS clients', async () => {
     const cert = makeSelfSignedCert();
     const server = http2.createSecureServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) });
-    server.on('stream', (stream) => {
+    const schemes: unknown[] = [];
+    server.on('stream', (stream, headers) => {
+      schemes.push(headers[':scheme']);
       stream.on('error', () => {});
       answerOk(stream);
     });
@@ -596,6 +718,7 @@ describe('balanced relay: what endpoints do to calls', () => {
     const ended = await sc.recorder.waitForEnded(3);
     assert.ok(ended.every((r) => r.grpcStatus === 0 && r.upstream === `127.0.0.1:${port}`), JSON.stringify(ended.map((r) => [r.grpcStatus, r.upstream])));
     assert.equal(sc.recorder.opened.filter((o) => o.side === 'upstream').length, 1, 'one TLS connection to the endpoint for the three calls');
+    assert.deepEqual(schemes, ['https', 'https', 'https'], 'the endpoint, reached over TLS, reads :scheme https');
     c.close();
     await sc.stop();
     await new Promise<void>((r) => {
