@@ -193,7 +193,6 @@ export class BalancedConnection {
     if (this.done || this.closing) return;
     this.closing = true;
     this.hop.end();
-    setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 
   destroy(): void {

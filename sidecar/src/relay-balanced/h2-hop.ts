@@ -90,6 +90,9 @@ export interface HopWindows {
 }
 
 /** The queue of a stream with no DATA waiting: shared, and frozen so that nothing is ever pushed onto it. */
+/** How long an ended socket waits for the peer to close its side before it is destroyed (end). */
+const LINGER_MS = 1000;
+
 const NOTHING_QUEUED: Buffer[] = Object.freeze([]) as unknown as Buffer[];
 
 export class HopStream {
@@ -363,10 +366,15 @@ export class H2Hop {
     if (!this.closed) this.queue(frame(FrameType.PING, 0, 0, payload));
   }
 
-  /** Writes what is queued, then closes the socket once it has gone. */
+  /**
+   * Writes what is queued and ends the socket: FIN once it has gone. A peer
+   * that leaves its side open (node:http2 servers do, after their own GOAWAY)
+   * would keep the socket half-closed for good; it is destroyed LINGER_MS later.
+   */
   end(): void {
     this.flush();
     this.socket.end();
+    setTimeout(() => this.socket.destroy(), LINGER_MS).unref();
   }
 
   destroy(err?: Error): void {
@@ -437,9 +445,7 @@ export class H2Hop {
   fail(code: number, err: Error): void {
     if (this.closed) return;
     this.goAway(code);
-    this.flush();
-    this.socket.end();
-    setTimeout(() => this.socket.destroy(), 1000).unref();
+    this.end();
     this.gone(err);
   }
 

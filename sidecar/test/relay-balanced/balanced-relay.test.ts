@@ -8,7 +8,8 @@
 // for padding and for DATA on a stream already reset, a drain's last GOAWAY;
 // and what a call owes each side: a client's cancel passed on, a body sent
 // twice credited once, none held past 64 KiB, the request side reset when the
-// relay answers itself, :scheme https toward TLS endpoints.
+// relay answers itself, :scheme https toward TLS endpoints; an endpoint
+// connection let go after its GOAWAY.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
@@ -670,6 +671,33 @@ describe('balanced relay: what endpoints do to calls', () => {
       assert.deepEqual(record!.reset, { side: 'client', code: http2.constants.NGHTTP2_CANCEL });
     } finally {
       session.close();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it('closes its connection to an endpoint that said GOAWAY once the calls on it are done, or at once when none are', async () => {
+    let idle: http2.Http2Session | undefined;
+    const ep = await startEndpoint((s, n) => {
+      // The first connection says GOAWAY with the call on it in flight, then answers it.
+      if (n === 0) s.session!.goaway(http2.constants.NGHTTP2_NO_ERROR, s.id);
+      else idle = s.session;
+      answerOk(s, n === 0 ? 100 : 0);
+    });
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    try {
+      assert.equal((await unary(c, { message: 'in flight at the GOAWAY' })).err, null);
+      // Let go at the relay: node:http2 leaves its side of a connection open after its GOAWAY, so the relay closes it whole.
+      const upstreamClosed = (): number => sc.recorder.closed.filter((r) => r.side === 'upstream').length;
+      await eventually(() => upstreamClosed() === 1, 'the first connection closed after its call', 5000);
+      assert.equal((await unary(c, { message: 'on a new connection' })).err, null);
+      assert.equal(ep.sessions, 2);
+      // The second connection says GOAWAY with nothing on it.
+      idle!.goaway(http2.constants.NGHTTP2_NO_ERROR, 1);
+      await eventually(() => upstreamClosed() === 2, 'the idle connection closed at its GOAWAY', 5000);
+    } finally {
+      c.close();
       await sc.stop();
       await ep.close();
     }
