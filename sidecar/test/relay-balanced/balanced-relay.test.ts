@@ -8,8 +8,8 @@
 // for padding and for DATA on a stream already reset, a drain's last GOAWAY;
 // and what a call owes each side: a client's cancel passed on, a body sent
 // twice credited once, none held past 64 KiB, the request side reset when the
-// relay answers itself, :scheme https toward TLS endpoints; an endpoint
-// connection let go after its GOAWAY.
+// relay answers itself, :scheme https toward TLS endpoints; a rapid-reset flood
+// cut, an endpoint connection let go after its GOAWAY, /debug/connections.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
@@ -616,6 +616,28 @@ describe('balanced relay: what endpoints do to calls', () => {
     }
   });
 
+  it('cuts a client that resets its calls before their answers faster than the budget (rapid reset), serving the others', async () => {
+    const ep = await startEndpoint((s) => answerOk(s));
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const flood = await rawConnect(sc.port);
+    const c = client(sc.port);
+    try {
+      // 400 calls, each reset (CANCEL) as soon as it is opened: twice the budget's burst of 200 (h2/reset-budget.ts).
+      const calls = Array.from({ length: 400 }, (_, i) => [frame(FRAME.HEADERS, FLAG.END_HEADERS, 2 * i + 1, grpcRequestBlock()), frame(FRAME.RST_STREAM, 0, 2 * i + 1, Buffer.from([0, 0, 0, http2.constants.NGHTTP2_CANCEL]))]).flat();
+      flood.socket.write(Buffer.concat([PREFACE, settings(), ...calls]));
+      const code = await eventually(() => goawayCodes(readFrames(flood.received())).at(0), 'a GOAWAY', 5000);
+      assert.equal(code, H2_ERROR.ENHANCE_YOUR_CALM);
+      await flood.closed;
+      assert.deepEqual(sc.recorder.goaways, [{ side: 'proxy', code: H2_ERROR.ENHANCE_YOUR_CALM }], 'counted as the sidecar ending the connection');
+      assert.equal((await unary(c, { message: 'after the flood' })).err, null, 'another client is served');
+    } finally {
+      flood.socket.destroy();
+      c.close();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
   it('answers UNAVAILABLE when the endpoint\'s connection is lost under a call, and the next call goes on a new one', async () => {
     const ep = await startEndpoint((s, n) => (n === 0 ? s.session?.destroy() : answerOk(s)));
     const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
@@ -696,6 +718,29 @@ describe('balanced relay: what endpoints do to calls', () => {
       // The second connection says GOAWAY with nothing on it.
       idle!.goaway(http2.constants.NGHTTP2_NO_ERROR, 1);
       await eventually(() => upstreamClosed() === 2, 'the idle connection closed at its GOAWAY', 5000);
+    } finally {
+      c.close();
+      await sc.stop();
+      await ep.close();
+    }
+  });
+
+  it("shows each endpoint connection's calls, and those in flight, on /debug/connections", async () => {
+    const held: http2.ServerHttp2Stream[] = [];
+    const ep = await startEndpoint((s) => held.push(s));
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', ep.address]);
+    const c = client(sc.port);
+    const upstream = async (): Promise<unknown> => {
+      const view = (await (await fetch(`${sc.adminUrl}/debug/connections`)).json()) as { upstream: { list: { calls: number; calls_active: number }[] } };
+      return view.upstream.list.map((l) => ({ calls: l.calls, active: l.calls_active }));
+    };
+    try {
+      const call = unary(c, { message: 'held' });
+      await eventually(() => held.length === 1, 'the call at the endpoint', 5000);
+      assert.deepEqual(await upstream(), [{ calls: 1, active: 1 }]);
+      answerOk(held[0]!);
+      assert.equal((await call).err, null);
+      await eventually(async () => JSON.stringify(await upstream()) === JSON.stringify([{ calls: 1, active: 0 }]), 'the call no longer in flight', 5000);
     } finally {
       c.close();
       await sc.stop();
