@@ -9,7 +9,8 @@
 // and what a call owes each side: a client's cancel passed on, a body sent
 // twice credited once, none held past 64 KiB, the request side reset when the
 // relay answers itself, :scheme https toward TLS endpoints; a rapid-reset flood
-// cut, an endpoint connection let go after its GOAWAY, /debug/connections.
+// cut, an endpoint connection let go after its GOAWAY, /debug/connections, and
+// a connection's budget for held requests given back call by call.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import http2 from 'node:http2';
@@ -102,6 +103,22 @@ describe('balanced relay: grpc-js through it', () => {
     assert.ok(ended.every((r) => r.grpcStatus === 0 && r.reset === undefined), JSON.stringify(ended.map(facts)));
     c.close();
     await sc.stop();
+  });
+
+  it('gives back what each call held to send again: 200 calls of 60 KB on one connection, past its 10 MiB budget in all', async () => {
+    // A connection's calls hold at most 10 MiB of requests and bodies at once (relay/relay-calls.ts); each gives its part
+    // back once its answer begins. Kept instead, the budget would run out after some 170 of these calls, refusing the rest.
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', endpoints]);
+    const c = client(sc.port);
+    try {
+      const payload = deterministicBytes(60_000, 3);
+      for (let i = 0; i < 200; i++) assert.equal((await unary(c, { message: `m${i}`, payload, responseSize: 1 })).err, null, `call ${i}`);
+      const ended = await sc.recorder.waitForEnded(200);
+      assert.ok(ended.every((r) => r.grpcStatus === 0 && r.reset === undefined));
+    } finally {
+      c.close();
+      await sc.stop();
+    }
   });
 
   it("reads each call's own method and deadline while one connection sends the same header blocks again and again", async () => {
