@@ -214,6 +214,12 @@ function answerOk(stream: http2.ServerHttp2Stream, delayMs = 0): void {
 /** A gRPC request's header block, for clients on raw frames. */
 const grpcRequestBlock = (path = '/echo.v1.EchoService/Echo'): Buffer => requestBlock(path, 'POST', [literal('content-type', 'application/grpc')]);
 
+/** The WINDOW_UPDATE increments the relay has sent a raw client on stream `id` (0: the connection), summed. */
+const creditedTo = (c: RawClient, id: number): number =>
+  readFrames(c.received())
+    .filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === id)
+    .reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+
 /**
  * An endpoint on raw frames that controls its connection window to the octet
  * (node:http2 widens its own): SETTINGS_INITIAL_WINDOW_SIZE `streamWindow`, no
@@ -407,7 +413,7 @@ describe('balanced relay: what endpoints do to calls', () => {
     try {
       const padded = (i: number): Buffer => frame(FRAME.DATA, 0x8 /* PADDED */, 1, Buffer.concat([Buffer.from([255, i % 256]), Buffer.alloc(255)]));
       c.socket.write(Buffer.concat([PREFACE, settings(), frame(FRAME.HEADERS, FLAG.END_HEADERS, 1, grpcRequestBlock()), ...Array.from({ length: 600 }, (_, i) => padded(i))]));
-      const credited = (): number => readFrames(c.received()).filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === 1).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+      const credited = (): number => creditedTo(c, 1);
       await eventually(() => credited() >= 128 * 1024, 'a WINDOW_UPDATE on stream 1 for the padding', 5000);
       assert.deepEqual(goawayCodes(readFrames(c.received())), []);
     } finally {
@@ -431,7 +437,7 @@ describe('balanced relay: what endpoints do to calls', () => {
       const code = await eventually(() => resets(readFrames(c.received())).get(1), 'RST_STREAM on stream 1', 5000);
       assert.equal(code, H2_ERROR.NO_ERROR, 'the answer is whole: the request need not be sent (RFC 9113 §8.1)');
       c.socket.write(Buffer.concat(Array.from({ length: 600 / 16 }, () => frame(FRAME.DATA, 0, 1, Buffer.alloc(16 * 1024)))));
-      const credited = (): number => readFrames(c.received()).filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === 0).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+      const credited = (): number => creditedTo(c, 0);
       // The first WINDOW_UPDATE on the connection opens it from 65,535 to 1 MiB; what follows is credit.
       await eventually(() => credited() - (1024 * 1024 - 65_535) >= 512 * 1024, 'a WINDOW_UPDATE on the connection for that DATA', 5000);
       assert.deepEqual(goawayCodes(readFrames(c.received())), [], 'the connection goes on');
@@ -567,7 +573,7 @@ describe('balanced relay: what endpoints do to calls', () => {
       await eventually(() => read[1] === 60 * 1024, 'the call sent again with its 60 KiB', 5000);
       c.socket.write(data(10 * 1024));
       await eventually(() => read[1] === 70 * 1024, 'the 10 KiB more at the endpoint', 5000);
-      const credited = (): number => readFrames(c.received()).filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === 1).reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
+      const credited = (): number => creditedTo(c, 1);
       assert.equal(await settled(credited, 200, 3000), 0, 'no credit on the stream: 70 KiB owed, under half its window');
       c.socket.write(data(0, FLAG.END_STREAM));
       const [record] = await sc.recorder.waitForEnded(1);
