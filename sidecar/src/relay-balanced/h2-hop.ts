@@ -89,10 +89,10 @@ export interface HopWindows {
   maxStreams?: number;
 }
 
-/** The queue of a stream with no DATA waiting: shared, and frozen so that nothing is ever pushed onto it. */
 /** How long an ended socket waits for the peer to close its side before it is destroyed (end). */
 const LINGER_MS = 1000;
 
+/** The queue of a stream with no DATA waiting: shared, and frozen so that nothing is ever pushed onto it. */
 const NOTHING_QUEUED: Buffer[] = Object.freeze([]) as unknown as Buffer[];
 
 export class HopStream {
