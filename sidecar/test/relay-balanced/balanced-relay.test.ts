@@ -2,7 +2,8 @@
 // clients and endpoints: each call on its own pick over shared endpoint
 // connections, bodies larger than every window in both directions, the same
 // records as the terminating path however the bytes are split, what the
-// endpoints do to calls (a stream limit, a reset, a refusal, a connection lost),
+// endpoints do to calls (a stream limit, a reset, a refusal, a connection lost
+// under a call or after its whole answer),
 // and each hop's own windows and tables: an endpoint's connection window and
 // header table size kept to, a client held to the windows it was given, credit
 // for padding and for DATA on a stream already reset, a drain's last GOAWAY;
@@ -220,6 +221,14 @@ const creditedTo = (c: RawClient, id: number): number =>
     .filter((f) => f.type === FRAME.WINDOW_UPDATE && f.streamId === id)
     .reduce((n, f) => n + f.payload.readUInt32BE(0), 0);
 
+/** A whole gRPC answer on raw frames: `:status: 200` (HPACK static entry 8), one empty message, `grpc-status: 0`. */
+const okAnswer = (id: number): Buffer =>
+  Buffer.concat([
+    frame(FRAME.HEADERS, FLAG.END_HEADERS, id, Buffer.concat([Buffer.from([0x88]), literal('content-type', 'application/grpc')])),
+    frame(FRAME.DATA, 0, id, Buffer.alloc(5)),
+    frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, literal('grpc-status', '0')),
+  ]);
+
 /**
  * An endpoint on raw frames that controls its connection window to the octet
  * (node:http2 widens its own): SETTINGS_INITIAL_WINDOW_SIZE `streamWindow`, no
@@ -240,12 +249,6 @@ async function startWindowEndpoint(streamWindow: number): Promise<{
   const errors: string[] = [];
   let ended = 0;
   const sockets = new Set<net.Socket>();
-  // The answer: `:status: 200` (HPACK static entry 8), one empty gRPC message, `grpc-status: 0`.
-  const answer = (id: number): Buffer[] => [
-    frame(FRAME.HEADERS, FLAG.END_HEADERS, id, Buffer.concat([Buffer.from([0x88]), literal('content-type', 'application/grpc')])),
-    frame(FRAME.DATA, 0, id, Buffer.alloc(5)),
-    frame(FRAME.HEADERS, FLAG.END_HEADERS | FLAG.END_STREAM, id, literal('grpc-status', '0')),
-  ];
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on('error', () => {});
@@ -268,7 +271,7 @@ async function startWindowEndpoint(streamWindow: number): Promise<{
         if (f.type === FRAME.DATA) perStream.set(f.streamId, (perStream.get(f.streamId) ?? 0) + f.payload.length);
         if ((f.type === FRAME.DATA || f.type === FRAME.HEADERS) && f.flags & FLAG.END_STREAM) {
           ended++;
-          socket.write(Buffer.concat(answer(f.streamId)));
+          socket.write(okAnswer(f.streamId));
         }
       }
     });
@@ -675,6 +678,45 @@ describe('balanced relay: what endpoints do to calls', () => {
     await sc.stop();
     await ep.close();
   });
+  it("ends a call whole when the endpoint's connection goes after its whole answer, resetting only the request's side (NO_ERROR)", async () => {
+    // An endpoint on raw frames answers the call as soon as its headers arrive, then closes its connection (FIN), with the
+    // client's request still open: the answer is whole, so the call is OK and only the request side is stopped (RFC 9113 §8.1).
+    const server = net.createServer((socket) => {
+      socket.on('error', () => {});
+      socket.write(settings());
+      let buf = Buffer.alloc(0);
+      socket.on('data', (d: Buffer) => {
+        buf = Buffer.concat([buf, d]);
+        if (buf.length < PREFACE.length) return;
+        const f = readFrames(buf.subarray(PREFACE.length)).find((x) => x.type === FRAME.HEADERS);
+        if (f) socket.end(Buffer.concat([settings([], FLAG.ACK), okAnswer(f.streamId)]));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const sc = await startTestSidecar('http://orders.test:80', [...BALANCED, '--endpoints', `127.0.0.1:${(server.address() as net.AddressInfo).port}`]);
+    const session = http2.connect(sc.url);
+    try {
+      const req = session.request({ ':method': 'POST', ':path': '/echo.v1.EchoService/Echo', 'content-type': 'application/grpc', te: 'trailers' });
+      req.on('error', () => {});
+      let trailers: http2.IncomingHttpHeaders | undefined;
+      req.on('trailers', (h) => (trailers = h));
+      req.resume();
+      req.write(Buffer.from([0, 0, 0, 0, 0]));
+      // The request is never ended here: only the relay's reset closes the stream.
+      await new Promise((r) => req.on('close', r));
+      assert.equal(trailers?.['grpc-status'], '0', 'the whole answer reached the client');
+      assert.equal(req.rstCode, http2.constants.NGHTTP2_NO_ERROR);
+      const [record] = await sc.recorder.waitForEnded(1);
+      assert.equal(record!.grpcStatus, 0);
+      assert.equal(record!.reset, undefined, 'a whole call, not a reset one');
+      assert.equal(record!.upstreamLost, false);
+    } finally {
+      session.close();
+      await sc.stop();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it('sends the calls an endpoint\'s GOAWAY left out once more, on a new connection', async () => {
     const ep = await startEndpoint((s, n) => {
       // The second call of two on one connection: the endpoint's GOAWAY names the first as the last it takes, and answers only that one.
