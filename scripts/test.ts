@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { failureLine, tapFailures, type TapFailure } from './tap-failures.ts';
+import { runWatched } from './watched-run.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (pkgDir: string, name: string): string => join(root, pkgDir, 'node_modules', '.bin', name);
@@ -92,12 +93,17 @@ const DIGEST = 12;
 
 /**
  * How long one test may run unless it says otherwise (`{ timeout }`): the
- * longest today runs about 2 minutes. A test past it fails by name, and its
- * file's process is ended once its tests are over (`--test-force-exit`), so a
- * call that never ends fails the suite in minutes instead of holding CI until
- * its own limit with nothing to say which test waited.
+ * longest today runs about 2 minutes. A test past it fails by name, so a call
+ * that never ends fails the suite in minutes instead of holding CI until its
+ * own limit with nothing to say which test waited.
  */
 const TEST_TIMEOUT_MS = 10 * 60_000;
+/**
+ * How long a node:test run may print nothing: longer than any test may run.
+ * Past it, a test file's process is alive with its tests over (a server or
+ * timer left open), and the run is ended naming it (watched-run.ts).
+ */
+const SILENT_MS = TEST_TIMEOUT_MS + 2 * 60_000;
 
 /**
  * Runs node:test files (with the environment added) and counts their tests from
@@ -107,8 +113,19 @@ const TEST_TIMEOUT_MS = 10 * 60_000;
  */
 async function nodeTests(files: string[], env: NodeJS.ProcessEnv = {}): Promise<Required<Counts>> {
   const tap = join(mkdtempSync(join(tmpdir(), 'rpcscope-tap-')), 'results.tap');
-  const { code } = await run(process.execPath, ['--import', 'tsx', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-force-exit', '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files], root, env);
-  const text = readFileSync(tap, 'utf8');
+  const args = ['--import', 'tsx', '--test', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files];
+  const { code, silentFiles } = await runWatched(process.execPath, args, { cwd: root, env, silentMs: SILENT_MS, stdout: process.stdout, stderr: process.stderr });
+  if (silentFiles) {
+    const error = `node:test printed nothing for ${SILENT_MS / 60_000} minutes and was ended: a test file's process outlived its tests (a server, socket or timer left open)`;
+    process.stdout.write(`\n${error}; still running: ${silentFiles.join(', ') || 'no test file'}\n`);
+    failures.push({ name: `still running: ${silentFiles.join(', ') || 'no test file'}`, failureType: 'processOutlivedTests', error, location: '' });
+  }
+  let text = '';
+  try {
+    text = readFileSync(tap, 'utf8');
+  } catch {
+    // A run ended before its report was written.
+  }
   failures.push(...tapFailures(text));
   const num = (k: string): number => Number(new RegExp(`^# ${k} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
   const failed = num('fail') + num('cancelled');
