@@ -121,8 +121,8 @@ describe('write schedule', () => {
     };
     return w;
   };
-  /** Lets the event loop reach its check phase, where the schedule ends an iteration. */
-  const nextIteration = (): Promise<void> => new Promise((r) => setImmediate(r));
+  /** Lets the event loop reach its check phase, where what is queued is written, and go on into its next iteration. */
+  const nextIteration = (): Promise<void> => new Promise((r) => setImmediate(() => setImmediate(r)));
   /** An iteration that read `n` sockets, queuing nothing: the loop is quiet after one, busy after several. */
   const iterationOf = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i++) {
