@@ -1,5 +1,6 @@
 // A pod that vanishes from the network (its node's packets dropped both ways:
-// no FIN, no RST) behind an outbound sidecar, the terminating data plane. Its
+// no FIN, no RST) behind an outbound sidecar, on its default data plane (the
+// balanced relay) or on the terminating one (RPCSCOPE_OUTBOUND_DATA_PLANE). Its
 // PING keepalive finds the pooled connection dead: the calls in flight on it end
 // UNAVAILABLE (gRPC) or 503 (REST) instead of hanging to their deadline, the
 // endpoint is ejected so new calls go to the other pods, and it comes back once
@@ -18,6 +19,8 @@ import { longest, perCode, perPod, slowest } from './tally.ts';
 import { DETECT_MS, KEEPALIVE, SLACK_MS, endpointState, until } from './waits.ts';
 
 const refused = await namespacesRefused();
+/** The outbound sidecar's data plane, as the figures name it. */
+const PLANE = process.env.RPCSCOPE_OUTBOUND_DATA_PLANE === 'terminate' ? 'terminating' : 'balanced relay';
 if (refused !== undefined) console.log(`# test/cluster skipped: ${refused}`);
 
 describe('an upstream pod blackholed behind an outbound sidecar', { skip: refused }, () => {
@@ -51,7 +54,7 @@ describe('an upstream pod blackholed behind an outbound sidecar', { skip: refuse
     const healedAt = Date.now();
     await cluster.heal(victim.ip);
     const [g, r] = await Promise.all([grpc, rest]);
-    const scenario = 'upstream pod blackholed under load, outbound sidecar (terminating) speaking HTTP/2 to the pods';
+    const scenario = `upstream pod blackholed under load, outbound sidecar (${PLANE}) speaking HTTP/2 to the pods`;
     reportFigure({ section: 'network-faults', scenario, name: 'detection (blackhole to endpoint ejected)', value: ejectedAfter, unit: 'ms' });
     reportFigure({ section: 'network-faults', scenario, name: 'the vanished pod\'s sidecar free of its ghost client', value: ghostFreeAfter, unit: 'ms' });
     reportFigure({ section: 'network-faults', scenario, name: 'gRPC calls answered', value: JSON.stringify(perCode(g)) });
@@ -85,7 +88,7 @@ describe('an upstream pod blackholed behind an outbound sidecar', { skip: refuse
     assert.deepEqual(perCode(tally), { OK: 30 });
     assert.ok((perPod(tally)[victim.name] ?? 0) >= 8, `the victim answers again: ${JSON.stringify(perPod(tally))}`);
     assert.equal(sum(await outbound.scrape(), 'rpcscope_upstream_ejected_endpoints'), 0);
-    reportFigure({ section: 'network-faults', scenario: 'upstream pod blackholed under load, outbound sidecar (terminating) speaking HTTP/2 to the pods', name: 'back in rotation after the heal', value: backAfter, unit: 'ms' });
+    reportFigure({ section: 'network-faults', scenario: `upstream pod blackholed under load, outbound sidecar (${PLANE}) speaking HTTP/2 to the pods`, name: 'back in rotation after the heal', value: backAfter, unit: 'ms' });
   });
 
   test('an idle pooled connection to a vanished pod is found and its endpoint ejected before a call needs it', { timeout: 60_000 }, async () => {
