@@ -4,7 +4,6 @@
 // summary line that counts every test of every runner: passed, failed (a test
 // cancelled, e.g. by a timeout, counts as failed) and skipped; the line before it
 // counts skipped and todo tests, which neither pass nor fail, so that none hides.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -35,19 +34,7 @@ interface Counts {
   todo?: number;
 }
 
-function run(cmd: string, args: string[], cwd = root, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', ...env } });
-    let output = '';
-    const tee = (stream: NodeJS.WriteStream) => (d: Buffer) => {
-      output += d.toString();
-      stream.write(d);
-    };
-    child.stdout.on('data', tee(process.stdout));
-    child.stderr.on('data', tee(process.stderr));
-    child.on('close', (code) => resolve({ code: code ?? 1, output }));
-  });
-}
+const run = (cmd: string, args: string[], cwd = root): Promise<{ code: number; output: string }> => runWatched(cmd, args, { cwd, stdout: process.stdout, stderr: process.stderr });
 
 function findTests(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {

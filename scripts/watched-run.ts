@@ -21,8 +21,8 @@ export interface WatchOptions {
   cwd: string;
   /** Added to this process's environment; a variable given as undefined is left out. */
   env?: NodeJS.ProcessEnv;
-  /** How long the command may print nothing before it is ended (with its whole process group). */
-  silentMs: number;
+  /** How long the command may print nothing before it is ended (with every process under it); without it, as long as it likes. */
+  silentMs?: number;
   /** Where its output goes as it comes (the runner's own stdout and stderr). */
   stdout?: NodeJS.WritableStream;
   stderr?: NodeJS.WritableStream;
@@ -33,19 +33,23 @@ export function runWatched(cmd: string, args: string[], o: WatchOptions): Promis
     const env: NodeJS.ProcessEnv = { ...process.env, FORCE_COLOR: '0', ...o.env };
     // A variable given as undefined is left out.
     for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-    // A process group of its own, so that ending it ends the test files' processes too.
-    const child = spawn(cmd, args, { cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'], env, detached: true });
+    // In the runner's process group, so that a Ctrl-C ends it with the runner.
+    const child = spawn(cmd, args, { cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
     let output = '';
     let silentFiles: string[] | undefined;
     let timer: NodeJS.Timeout | undefined;
     const arm = (): void => {
+      if (o.silentMs === undefined) return;
       clearTimeout(timer);
       timer = setTimeout(() => {
-        silentFiles = testFilesUnder(child.pid!);
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // Gone already.
+        const under = processesUnder(child.pid!);
+        silentFiles = [...new Set(under.flatMap((p) => p.args.filter((a) => a.endsWith('.test.ts'))))].sort();
+        for (const pid of [child.pid!, ...under.map((p) => p.pid)]) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // Gone already.
+          }
         }
       }, o.silentMs);
     };
@@ -64,8 +68,8 @@ export function runWatched(cmd: string, args: string[], o: WatchOptions): Promis
   });
 }
 
-/** The `.test.ts` files named on the command lines of `pid`'s descendants (Linux's /proc), sorted. */
-export function testFilesUnder(pid: number): string[] {
+/** `pid`'s descendants and their command lines (Linux's /proc). */
+function processesUnder(pid: number): { pid: number; args: string[] }[] {
   const children = new Map<number, number[]>();
   const commands = new Map<number, string[]>();
   for (const name of readdirSync('/proc')) {
@@ -80,13 +84,13 @@ export function testFilesUnder(pid: number): string[] {
       // The process ended while being read.
     }
   }
-  const files = new Set<string>();
+  const under: { pid: number; args: string[] }[] = [];
   const visit = (p: number): void => {
     for (const c of children.get(p) ?? []) {
-      for (const arg of commands.get(c) ?? []) if (arg.endsWith('.test.ts')) files.add(arg);
+      under.push({ pid: c, args: commands.get(c) ?? [] });
       visit(c);
     }
   };
   visit(pid);
-  return [...files].sort();
+  return under;
 }

@@ -169,6 +169,8 @@ let reads = 0;
 let quiet = false;
 /** A hop's read is being parsed; what ended in it waits for afterRead (whenWritten). */
 let reading = false;
+/** The read being parsed is a quiet loop's first of its iteration: written at its end (afterRead), with no check phase. */
+let writtenAtEnd = false;
 let waiting: Written[] = [];
 /** Whether a stream's last frame was written ahead of its read's end (streamEnded): once a read. */
 let early = false;
@@ -202,8 +204,7 @@ function scheduleFlush(): void {
 export function writeSoon(hop: Writer): void {
   hop.listed = true;
   dirty.push(hop);
-  // A quiet loop's first read is written at its end (afterRead), with no check phase.
-  if (!reading || !quiet || reads !== 0) scheduleFlush();
+  if (!writtenAtEnd) scheduleFlush();
 }
 
 /** Something whose bookkeeping can wait until the read that started or ended it has been written (a call's record, its end). */
@@ -221,6 +222,7 @@ export function beforeRead(): void {
     reads = 0;
     iteration = n;
   }
+  writtenAtEnd = quiet && reads === 0;
 }
 
 /**
@@ -230,7 +232,7 @@ export function beforeRead(): void {
  * read, so that a read bringing many calls' ends still writes them together.
  */
 export function streamEnded(hop: Writer): void {
-  if (reading && quiet && reads === 0 && !early) {
+  if (writtenAtEnd && !early) {
     early = true;
     hop.flush();
   }
@@ -243,7 +245,11 @@ export function streamEnded(hop: Writer): void {
  */
 export function afterRead(): void {
   reading = false;
-  if (++reads === 1 && quiet) flushDirty();
+  reads++;
+  if (writtenAtEnd) {
+    writtenAtEnd = false;
+    flushDirty();
+  }
   if (waiting.length > 0) settle();
 }
 
